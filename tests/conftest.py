@@ -1,0 +1,79 @@
+"""Project-wide fixtures.
+
+Real services: tests that need PostgreSQL or Redis use the `postgres_url` / `redis_url` fixtures.
+On a laptop without them those tests skip with a loud reason; under CI (CI=true) a missing
+service is a failure, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from urllib.parse import urlparse
+
+import pytest
+
+from eco_service import config as eco_config
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def _reachable(url: str, default_port: int) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or default_port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def _missing(what: str) -> None:
+    reason = f"{what} is not available: set it up (see README) to run this test"
+    if IN_CI:
+        pytest.fail(f"CI=true but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        url = os.environ.get("ECO_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+    if not _reachable(url, 5432):
+        _missing(f"PostgreSQL at {urlparse(url).hostname}")
+    return url
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+    if not _reachable(url, 6379):
+        _missing(f"Redis at {urlparse(url).hostname}")
+    return url
+
+
+@pytest.fixture
+def eco_cfg() -> Iterator[eco_config.EcoConfig]:
+    """A fresh default configuration (no environment), installed as the active one."""
+    cfg = eco_config.load_config(env={}, warn=False)
+    previous = eco_config._active
+    eco_config.set_config(cfg)
+    yield cfg
+    eco_config.set_config(previous)
+
+
+@pytest.fixture(scope="session")
+def sim():
+    """One NEON simulator on an ephemeral loopback port for the whole session.
+    Tests that inject faults must call `sim.reset()` when done (use `fresh_sim`)."""
+    server_mod = pytest.importorskip("upstream_sim.server")
+    with server_mod.SimServer(seed=1, port=0) as server:
+        yield server
+
+
+@pytest.fixture
+def fresh_sim(sim):
+    sim.reset()
+    yield sim
+    sim.reset()
