@@ -1,0 +1,180 @@
+"""The persistent catalogs: what the catalog-backed tools answer from without calling NEON.
+
+Four catalogs, each replaced as a whole by one refresh (see catalog.services.swap):
+
+    products   Product rows + ProductSiteAvailability rows (availability comes from the same
+               upstream answer, so the two are swapped together)
+    sites      Site rows
+    releases   Release rows
+    locations  Location rows of type SITE and DOMAIN
+
+`CatalogState` holds one row per catalog with a version number that goes up on every swap;
+the in-memory search index (catalog.index) rebuilds when it sees a new version.
+`CatalogRefresh` is the refresh log the admin shows.
+
+Rows refer to each other by code, not by foreign key: each catalog is replaced on its own
+schedule, and a product row must not vanish because the site catalog is being rebuilt.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+CATALOGS = ("products", "sites", "releases", "locations")
+SOURCES = ("graphql", "rest")
+
+
+class CatalogState(models.Model):
+    catalog = models.CharField(max_length=16, primary_key=True, choices=[(c, c) for c in CATALOGS])
+    version = models.PositiveBigIntegerField(default=0)
+    source = models.CharField(max_length=8, blank=True, default="")
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+    row_count = models.PositiveIntegerField(default=0)
+    # The last attempt, successful or not: a failure here with an intact catalog means "degraded".
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+
+    class Meta:
+        verbose_name = "catalog state"
+
+    def __str__(self) -> str:
+        return f"{self.catalog} v{self.version}"
+
+
+class Product(models.Model):
+    product_code = models.CharField(max_length=32, unique=True)
+    product_code_long = models.CharField(max_length=64)
+    product_code_presentation = models.CharField(max_length=32)
+    product_name = models.CharField(max_length=300, db_index=True)
+    product_description = models.TextField(blank=True, default="")
+    product_status = models.CharField(max_length=16, db_index=True)
+    product_category = models.CharField(max_length=64, blank=True, default="")
+    product_science_team = models.CharField(max_length=100, blank=True, default="")
+    product_science_team_abbr = models.CharField(max_length=8, blank=True, default="", db_index=True)
+    product_publication_format_type = models.CharField(max_length=100, blank=True, default="")
+    product_has_expanded = models.BooleanField(default=False)
+    level = models.PositiveSmallIntegerField(db_index=True)
+    themes = models.JSONField(default=list)
+    keywords = models.JSONField(default=list)
+    latest_release = models.CharField(max_length=32, blank=True, default="")
+    # [{"release", "generationDate", "doi", "doiGenerationDate"}], oldest first.
+    releases = models.JSONField(default=list)
+    specs_count = models.PositiveIntegerField(default=0)
+    site_count = models.PositiveIntegerField(default=0)
+    first_month = models.CharField(max_length=7, blank=True, default="")
+    last_month = models.CharField(max_length=7, blank=True, default="")
+
+    class Meta:
+        ordering = ["product_code"]
+
+    def __str__(self) -> str:
+        return f"{self.product_code} {self.product_name}"
+
+
+class ProductSiteAvailability(models.Model):
+    """One product at one site. Months are kept as ISO intervals per release, e.g.
+    {"RELEASE-2025": ["2016-04/2020-12", "2021-03/2021-03"], "PROVISIONAL": ["2025-07/2026-08"]},
+    so a product with ten years at 81 sites is 81 small rows, not 10,000."""
+
+    product_code = models.CharField(max_length=32)
+    site_code = models.CharField(max_length=4, db_index=True)
+    by_release = models.JSONField(default=dict)
+    first_month = models.CharField(max_length=7)
+    last_month = models.CharField(max_length=7)
+    month_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["product_code", "site_code"], name="uniq_product_site")]
+        verbose_name_plural = "product site availability"
+
+    def __str__(self) -> str:
+        return f"{self.product_code}@{self.site_code}"
+
+
+class Site(models.Model):
+    site_code = models.CharField(max_length=4, unique=True)
+    site_name = models.CharField(max_length=200, db_index=True)
+    site_description = models.TextField(blank=True, default="")
+    site_type = models.CharField(max_length=16, db_index=True)
+    state_code = models.CharField(max_length=2, db_index=True)
+    state_name = models.CharField(max_length=64, blank=True, default="")
+    domain_code = models.CharField(max_length=3, db_index=True)
+    domain_name = models.CharField(max_length=100, blank=True, default="")
+    latitude = models.FloatField()
+    longitude = models.FloatField()
+    elevation = models.FloatField(null=True, blank=True)
+    deims_id = models.CharField(max_length=200, blank=True, default="")
+    releases = models.JSONField(default=list)
+    product_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["site_code"]
+
+    def __str__(self) -> str:
+        return f"{self.site_code} {self.site_name}"
+
+
+class Release(models.Model):
+    tag = models.CharField(max_length=32, unique=True)
+    uuid = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    generation_date = models.DateTimeField(null=True, blank=True)
+    product_count = models.PositiveIntegerField(default=0)
+    # [{"name", "type", "size", "md5"}]: the signed URL is dropped because it expires in 7 days.
+    artifacts = models.JSONField(default=list)
+    # {productCode: doi url}
+    product_dois = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["tag"]
+
+    def __str__(self) -> str:
+        return self.tag
+
+
+class Location(models.Model):
+    name = models.CharField(max_length=128, unique=True)
+    location_type = models.CharField(max_length=32, db_index=True)
+    description = models.CharField(max_length=300, blank=True, default="")
+    domain_code = models.CharField(max_length=3, blank=True, default="")
+    site_code = models.CharField(max_length=4, blank=True, default="")
+    parent = models.CharField(max_length=128, blank=True, default="")
+    latitude = models.FloatField(null=True, blank=True)
+    longitude = models.FloatField(null=True, blank=True)
+    elevation = models.FloatField(null=True, blank=True)
+    utm_easting = models.FloatField(null=True, blank=True)
+    utm_northing = models.FloatField(null=True, blank=True)
+    utm_zone = models.IntegerField(null=True, blank=True)
+    utm_hemisphere = models.CharField(max_length=1, blank=True, default="")
+
+    class Meta:
+        ordering = ["location_type", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.location_type} {self.name}"
+
+
+class CatalogRefresh(models.Model):
+    """One refresh attempt of one catalog."""
+
+    catalog = models.CharField(max_length=16, choices=[(c, c) for c in CATALOGS], db_index=True)
+    source = models.CharField(max_length=8, blank=True, default="")
+    trigger = models.CharField(max_length=16, default="manual")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    ok = models.BooleanField(default=False)
+    rows = models.PositiveIntegerField(default=0)
+    upstream_requests = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-started_at"]
+        get_latest_by = "started_at"
+
+    def __str__(self) -> str:
+        return f"{self.catalog} {self.started_at:%Y-%m-%d %H:%M:%S} {'ok' if self.ok else 'failed'}"
+
+    @property
+    def seconds(self) -> float | None:
+        if self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
