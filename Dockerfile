@@ -1,0 +1,17 @@
+# One image for web, worker and beat; docker-compose.yml picks the command.
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DJANGO_SETTINGS_MODULE=eco_service.settings
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY eco_service ./eco_service
+COPY catalog ./catalog
+COPY mcp_gateway ./mcp_gateway
+COPY downloads ./downloads
+COPY upstream_sim ./upstream_sim
+COPY templates ./templates
+COPY manage.py ./
+RUN pip install --no-cache-dir . && python manage.py collectstatic --noinput
+RUN useradd --create-home eco && mkdir -p /app/data && chown eco /app/data
+USER eco
+EXPOSE 8080
+CMD ["uvicorn", "eco_service.asgi:application", "--host", "0.0.0.0", "--port", "8080"]
