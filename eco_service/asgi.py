@@ -15,7 +15,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eco_service.settings")
 django.setup()
 
 from django.core.asgi import get_asgi_application  # noqa: E402
-
 from mcp_gateway.http_app import build_app  # noqa: E402
 
 application = build_app(django_app=get_asgi_application())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -66,6 +67,7 @@ WSGI_APPLICATION = None
 ASGI_APPLICATION = "eco_service.asgi.application"
 
 DATABASE_URL = os.environ.get("DATABASE_URL") or ""
+DATABASES: dict[str, Any]
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
 else:
@@ -80,6 +82,7 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL") or ""
+CACHES: dict[str, Any]
 if REDIS_URL:
     CACHES = {
         "default": {
