@@ -1,0 +1,153 @@
+"""One tool call, from raw arguments to the `CallToolResult`:
+
+    parse arguments → call_scope(token) → handler → envelope + budget → result with _meta
+
+Every failure becomes the spec's error result; anything that is not an `EcoError` is a bug and
+becomes `internal_error` with a correlation id that matches exactly one log line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import mcp_types as types
+from pydantic import ValidationError
+
+from catalog.upstream.context import Accounting, TokenSource, call_scope
+from eco_service.config import EcoConfig
+from eco_service.errors import EcoError
+from eco_service.redact import scrub
+from mcp_gateway import budget
+from mcp_gateway.arguments import parse_arguments
+from mcp_gateway.models import Envelope
+from mcp_gateway.registry import ToolSpec
+
+log = logging.getLogger("eco.gateway")
+
+UPSTREAM_META_KEY = "io.eco-mcp/upstream"
+
+
+@dataclass
+class CallContext:
+    """What a handler may know about the call besides its arguments. Never carries the token
+    anywhere it could be dumped: the token lives in the upstream call scope only."""
+
+    cfg: EcoConfig
+    transport: Literal["stdio", "http"]
+    protocol_version: str
+    token_source: TokenSource = "none"
+    token_header_ignored: bool = False
+    client_elicitation: bool = False
+    request_state: str | None = None
+    accounting: Accounting | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def token_configured(self) -> bool:
+        return self.token_source != "none"
+
+
+def error_result(exc: EcoError, meta: dict[str, Any] | None = None) -> types.CallToolResult:
+    body = json.loads(scrub(json.dumps(exc.to_dict(), default=str)))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(body, separators=(",", ":")))],
+        structured_content=body,
+        is_error=True,
+        _meta=meta,
+    )
+
+
+def internal_error(spec_name: str) -> EcoError:
+    """Log the bug once, with the traceback, under a fresh correlation id."""
+    cid = uuid.uuid4().hex[:16]
+    log.exception("internal_error correlationId=%s tool=%s", cid, spec_name)
+    return EcoError(
+        "internal_error",
+        f"an internal error occurred (correlation id {cid})",
+        details={"correlationId": cid},
+    )
+
+
+def _finish(spec: ToolSpec, out: Envelope, call: CallContext, acct: Accounting) -> dict[str, Any]:
+    if not isinstance(out, spec.output_model):
+        # A handler returning anything else is a bug; validating a dict keeps it loud.
+        out = spec.output_model.model_validate(out)
+    payload = out.model_dump(mode="json", by_alias=True)
+    notes = payload["notes"]
+    notes.extend(n for n in call.notes if n not in notes)
+    if call.token_header_ignored:
+        notes.append(
+            f"The {call.cfg.server.request_token_header} header was ignored: this server accepts callers' "
+            "tokens only behind an https public_base_url."
+        )
+    if acct.stale_served:
+        payload["source"]["stale"] = True
+        notes.append("Upstream failed; a stale cached answer was served.")
+    for endpoint in acct.endpoints:
+        if endpoint not in payload["source"]["endpoints"]:
+            payload["source"]["endpoints"].append(endpoint)
+    payload, trimmed = budget.fit(
+        payload,
+        max_bytes=call.cfg.limits.max_result_bytes,
+        hard_max_bytes=call.cfg.limits.hard_max_result_bytes,
+        page_lists=spec.page_lists,
+    )
+    payload["notes"].extend(trimmed)
+    return payload
+
+
+async def execute(
+    spec: ToolSpec,
+    arguments: dict[str, Any] | None,
+    call: CallContext,
+    *,
+    token: str | None,
+    extra_meta: dict[str, Any] | None = None,
+) -> types.CallToolResult:
+    with call_scope(token=token, token_source=call.token_source) as acct:
+        call.accounting = acct
+        try:
+            if spec.stdio_only and call.transport == "http":
+                raise EcoError(
+                    "not_available_in_http_mode",
+                    f"{spec.name} runs only on the stdio transport",
+                    details={"tool": spec.name},
+                )
+            args = parse_arguments(spec, arguments)
+            if spec.requires_token and token is None and not _token_optional(spec, args):
+                raise EcoError(
+                    "auth_required",
+                    f"{spec.name} needs an upstream API token and none is available",
+                    details={"tool": spec.name, "tokenSource": call.token_source},
+                )
+            out = await spec.handler(args, call)
+            payload = _finish(spec, out, call, acct)
+        except EcoError as exc:
+            return error_result(exc, _meta(acct, extra_meta))
+        except ValidationError:
+            # Input was validated above; this is a handler or output-model bug.
+            return error_result(internal_error(spec.name), _meta(acct, extra_meta))
+        except Exception:
+            return error_result(internal_error(spec.name), _meta(acct, extra_meta))
+    text = scrub(json.dumps(payload, separators=(",", ":"), ensure_ascii=False))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=payload,
+        is_error=False,
+        _meta=_meta(acct, extra_meta),
+    )
+
+
+def _token_optional(spec: ToolSpec, args: Any) -> bool:
+    """Tools that need a token only for some inputs decide for themselves (eco_download_files
+    needs none for prototype and document downloads); they expose `needs_token()` on the input."""
+    needs = getattr(args, "needs_token", None)
+    return callable(needs) and not needs()
+
+
+def _meta(acct: Accounting, extra: dict[str, Any] | None) -> dict[str, Any]:
+    return {**(extra or {}), UPSTREAM_META_KEY: acct.to_meta()}

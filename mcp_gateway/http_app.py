@@ -1,0 +1,200 @@
+"""The top-level ASGI app for the HTTP transport: a small router in front of Django.
+
+    /mcp, /mcp/   the MCP endpoint (stateless Streamable HTTP; POST only)
+    /healthz      liveness JSON
+    /readyz       503 {"status": "warming"} until the catalogs are warm, then 200
+    anything else Django (admin, static)
+
+Django's ASGI handler takes no lifespan events, so this router owns the lifespan: it runs the
+SDK's session manager (which must be entered before any MCP request) and starts the catalog
+prewarm in the background without holding up start-up. Every response carries X-Request-Id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import uuid
+from contextlib import AsyncExitStack
+from typing import Any
+
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from eco_service.config import EcoConfig, get_config
+from mcp_gateway import health, ports
+from mcp_gateway.origin import HostPolicy
+from mcp_gateway.registry import Registry
+from mcp_gateway.server import build_server
+
+log = logging.getLogger("eco.gateway.http")
+# The SDK logs every stateless request's teardown at INFO ("Terminating session: None"): noise.
+logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
+
+MCP_PATHS = frozenset({"/mcp", "/mcp/"})
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    data = json.dumps(body, separators=(",", ":")).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *(headers or [])],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+class EcoHttpApp:
+    def __init__(self, django_app: ASGIApp | None, cfg: EcoConfig, registry: Registry | None = None) -> None:
+        self.cfg = cfg
+        self.django_app = django_app
+        self.server = build_server(cfg, registry)
+        self.hosts = HostPolicy.from_config(cfg)
+        # Host/Origin checks happen here, before the SDK, so they cover both protocol eras alike.
+        self.manager = StreamableHTTPSessionManager(
+            app=self.server,
+            json_response=cfg.server.json_response,
+            stateless=True,
+            security_settings=None,
+            max_request_body_size=cfg.server.max_request_body_size,
+        )
+        self.prewarm_task: asyncio.Task[None] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            if self.django_app is not None:
+                await self.django_app(scope, receive, send)
+            return
+        request_id = _header(scope, b"x-request-id")
+        if request_id is None or not _REQUEST_ID.match(request_id):
+            request_id = uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
+                message = {**message, "headers": [*headers, (b"x-request-id", request_id.encode())]}
+            await send(message)
+
+        path = scope.get("path", "")
+        if path in MCP_PATHS:
+            await self._mcp(scope, receive, send_with_id)
+        elif path == "/healthz":
+            await _send_json(send_with_id, 200, health.healthz("http"))
+        elif path == "/readyz":
+            status, body = await health.readyz()
+            await _send_json(send_with_id, status, body)
+        elif self.django_app is not None:
+            await self.django_app(scope, receive, send_with_id)
+        else:
+            await _send_json(send_with_id, 404, {"error": "not found"})
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") != "POST":
+            # No sessions and no server-initiated messages: a GET would otherwise open a stream
+            # that never ends, and a DELETE has no session to end.
+            await _send_json(send, 405, {"error": "method not allowed: POST only"}, [(b"allow", b"POST")])
+            return
+        refusal = self.hosts.check(_header(scope, b"host"), _header(scope, b"origin"))
+        if refusal is not None:
+            status, message = refusal
+            log.warning("refused MCP request: %s", message)
+            await _send_json(send, status, {"error": message})
+            return
+        if self.cfg.server.json_response or "text/event-stream" not in (_header(scope, b"accept") or ""):
+            await self.manager.handle_request(scope, receive, send)
+            return
+        await self.manager.handle_request(scope, receive, _SingleSseFrame(send))
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        assert message["type"] == "lifespan.startup"
+        stack = AsyncExitStack()
+        try:
+            await stack.enter_async_context(self.manager.run())
+            if self.cfg.prewarm:
+                self.prewarm_task = asyncio.create_task(self._prewarm(), name="eco-prewarm")
+        except Exception as exc:
+            log.exception("start-up failed")
+            await stack.aclose()
+            await send({"type": "lifespan.startup.failed", "message": str(exc)})
+            return
+        await send({"type": "lifespan.startup.complete"})
+        message = await receive()
+        if self.prewarm_task is not None:
+            self.prewarm_task.cancel()
+        await stack.aclose()
+        await send({"type": "lifespan.shutdown.complete"})
+
+    async def _prewarm(self) -> None:
+        try:
+            await ports.prewarm(self.cfg)
+            log.info("catalog prewarm finished")
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # /readyz keeps answering warming; the next catalog refresh retries.
+            log.exception("catalog prewarm failed")
+
+
+class _SingleSseFrame:
+    """The SDK answers a quick 2026-07-28 request as application/json even in SSE mode; the spec
+    wants one SSE frame per reply unless `server.json_response`, so a 200 JSON reply is reframed.
+    Error statuses (400 header mismatch, 404, ...) stay JSON, as the transport spec requires."""
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.start: Message | None = None
+        self.body = bytearray()
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = dict((k.lower(), v) for k, v in message.get("headers", []))
+            if message["status"] == 200 and headers.get(b"content-type", b"").startswith(b"application/json"):
+                self.start = message
+                return
+        elif message["type"] == "http.response.body" and self.start is not None:
+            self.body.extend(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            frame = b"event: message\r\ndata: " + bytes(self.body) + b"\r\n\r\n"
+            headers = [
+                (k, v)
+                for k, v in self.start.get("headers", [])
+                if k.lower() not in (b"content-type", b"content-length")
+            ]
+            headers += [
+                (b"content-type", b"text/event-stream"),
+                (b"cache-control", b"no-cache, no-transform"),
+                (b"content-length", str(len(frame)).encode()),
+            ]
+            await self.send({**self.start, "headers": headers})
+            await self.send({"type": "http.response.body", "body": frame})
+            self.start = None
+            return
+        await self.send(message)
+
+
+def build_app(django_app: ASGIApp | None = None, cfg: EcoConfig | None = None, registry: Registry | None = None) -> EcoHttpApp:
+    """The ASGI application. `eco_service.asgi` calls it with Django's app and the configuration
+    from the environment (for `uvicorn eco_service.asgi:application`)."""
+    cfg = cfg or get_config()
+    if not cfg.is_http:
+        # uvicorn run straight on the module has no --transport flag: being here means HTTP.
+        cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update={"transport": "http"})})
+    return EcoHttpApp(django_app, cfg, registry)

@@ -1,0 +1,196 @@
+"""The MCP server: the SDK's low-level `Server` with our handlers, and the two ways to serve it.
+
+    build_server(cfg) -> Server      handlers for tools, resources, prompts and server/discover
+    serve_stdio(cfg)                 stdio, both protocol eras (stdout carries only framing)
+    serve_http(cfg)                  uvicorn + the ASGI router of http_app.build_app
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.caching import CacheHint
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, SERVER_INFO_META_KEY
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+from rapidfuzz import process
+
+from eco_service import __version__
+from eco_service.config import EcoConfig
+from mcp_gateway import prompts as prompt_specs
+from mcp_gateway import resources as resource_specs
+from mcp_gateway.calls import CallContext, execute
+from mcp_gateway.registry import Registry, default_registry
+from mcp_gateway.tokens import choose_token
+
+log = logging.getLogger("eco.gateway")
+
+SERVER_NAME = "eco-mcp"
+INSTRUCTIONS = (
+    "Read access to the NEON ecological observatory data API. Start with eco_search_products and "
+    "eco_search_sites, check eco_get_availability, list files with eco_list_files (needs a token), "
+    "and cite with eco_get_citation. Every result carries resolved/notes/nextSteps/source; errors "
+    "carry a stable code and a hint. eco_ping reports configuration and upstream health."
+)
+MIN_5 = 5 * 60 * 1000
+HOUR = 3600 * 1000
+DAY = 24 * HOUR
+
+
+def _instructions(cfg: EcoConfig) -> str:
+    extra = cfg.server.instructions_extra
+    return INSTRUCTIONS + (f"\n\n{extra}" if extra else "")
+
+
+def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any]:
+    registry = registry or default_registry()
+    http = cfg.is_http
+    transport = "http" if http else "stdio"
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[spec.tool for spec in registry.listed(http=http)])
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        spec = registry.get(params.name)
+        if spec is None:
+            known = [s.name for s in registry.listed(http=http)]
+            near = [m[0] for m in process.extract(params.name, known, limit=3, score_cutoff=50)]
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Unknown tool: {params.name}",
+                data={"code": "unknown_tool", "name": params.name, "didYouMean": near},
+            )
+        headers = ctx.request.headers if http and ctx.request is not None else None
+        choice = choose_token(cfg, headers)
+        caps = ctx.session.client_capabilities
+        call = CallContext(
+            cfg=cfg,
+            transport=transport,
+            protocol_version=ctx.protocol_version,
+            token_source=choice.source,
+            token_header_ignored=choice.header_ignored,
+            client_elicitation=bool(caps and caps.elicitation is not None),
+            request_state=params.request_state,
+        )
+        return await execute(
+            spec,
+            params.arguments,
+            call,
+            token=choice.token,
+            extra_meta={SERVER_INFO_META_KEY: server.server_info_stamp},
+        )
+
+    async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[r.resource() for r in resource_specs.RESOURCES])
+
+    async def list_templates(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[t.template() for t in resource_specs.TEMPLATES])
+
+    async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        for r in resource_specs.RESOURCES:
+            if r.uri == uri:
+                text = await r.read()
+                return _read_result(uri, r.mime_type, text, r.ttl_ms)
+        for t in resource_specs.TEMPLATES:
+            found = t.match(uri)
+            if found is not None:
+                text = await t.read(found)
+                return _read_result(uri, t.mime_type, text, t.ttl_ms)
+        known = [r.uri for r in resource_specs.RESOURCES] + [t.uri_template for t in resource_specs.TEMPLATES]
+        raise resource_specs.unknown_uri(uri, known)
+
+    async def list_prompts(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[p.prompt() for p in prompt_specs.PROMPTS])
+
+    async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        for p in prompt_specs.PROMPTS:
+            if p.name == params.name:
+                return types.GetPromptResult(description=p.description, messages=p.render(dict(params.arguments or {})))
+        known = [p.name for p in prompt_specs.PROMPTS]
+        near = [m[0] for m in process.extract(params.name, known, limit=3, score_cutoff=50)] if known else []
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"Unknown prompt: {params.name}",
+            data={"code": "not_found", "name": params.name, "didYouMean": near},
+        )
+
+    server: Server[Any] = Server(
+        SERVER_NAME,
+        version=__version__,
+        title="NEON ecological observatory data (eco-mcp)",
+        instructions=_instructions(cfg),
+        cache_hints={
+            "tools/list": CacheHint(cfg.server.tools_list_ttl_ms, "public"),
+            "resources/list": CacheHint(HOUR, "public"),
+            "resources/templates/list": CacheHint(HOUR, "public"),
+            "prompts/list": CacheHint(DAY, "public"),
+            "server/discover": CacheHint(MIN_5, "public"),
+            "resources/read": CacheHint(HOUR, "public"),
+        },
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+    async def discover(ctx: ServerRequestContext[Any], params: types.RequestParams | None) -> types.DiscoverResult:
+        # The SDK lists only the modern revision; older clients are served too, so say so.
+        return types.DiscoverResult(
+            supported_versions=list(KNOWN_PROTOCOL_VERSIONS),
+            capabilities=server.get_capabilities(protocol_version=ctx.protocol_version),
+            instructions=server.instructions,
+        )
+
+    server.add_request_handler("server/discover", types.RequestParams, discover)
+    return server
+
+
+def _read_result(uri: str, mime: str, text: str, ttl_ms: int) -> types.ReadResourceResult:
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)],
+        ttl_ms=ttl_ms,
+        cache_scope="public",
+    )
+
+
+def serve_stdio(cfg: EcoConfig) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(cfg)
+
+    async def run() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    log.info("eco-mcp %s serving MCP on stdio", __version__)
+    anyio.run(run)
+
+
+def serve_http(cfg: EcoConfig) -> None:
+    import uvicorn
+    from django.core.asgi import get_asgi_application
+
+    from mcp_gateway.http_app import build_app
+
+    app = build_app(django_app=get_asgi_application(), cfg=cfg)
+    log.info("eco-mcp %s serving MCP on http://%s:%s/mcp", __version__, cfg.server.bind_address, cfg.server.bind_port)
+    uvicorn.run(
+        app,
+        host=cfg.server.bind_address,
+        port=cfg.server.bind_port,
+        log_level=cfg.server.log_level,
+        lifespan="on",
+        proxy_headers=False,
+        server_header=False,
+    )

@@ -1,0 +1,47 @@
+"""Which upstream token a tool call runs with (spec, Authentication 3 and 4).
+
+stdio: the configured token. HTTP: the caller's own token header, honoured only when
+`server.accept_header_token` is on and the service is reached over https (`public_base_url`) or
+the development switch `allow_insecure_header_token` is set; otherwise the operator's token, lent
+only when `share_config_token_over_http` is on; otherwise none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from catalog.upstream.context import TokenSource
+from eco_service.config import EcoConfig
+from eco_service.redact import register_secret
+
+
+@dataclass(frozen=True)
+class TokenChoice:
+    token: str | None
+    source: TokenSource
+    header_ignored: bool = False
+
+    def __repr__(self) -> str:  # the token must not show up in a traceback's locals
+        return f"TokenChoice(source={self.source!r}, header_ignored={self.header_ignored})"
+
+
+def header_token_honoured(cfg: EcoConfig) -> bool:
+    s = cfg.server
+    if not s.accept_header_token:
+        return False
+    return bool(s.public_base_url and s.public_base_url.startswith("https://")) or s.allow_insecure_header_token
+
+
+def choose_token(cfg: EcoConfig, headers: Mapping[str, str] | None) -> TokenChoice:
+    configured = cfg.eco.api_token.reveal() if cfg.eco.api_token else None
+    if not cfg.is_http or headers is None:
+        return TokenChoice(configured, "config" if configured else "none")
+    sent = (headers.get(cfg.server.request_token_header.lower()) or headers.get(cfg.server.request_token_header) or "").strip()
+    if sent:
+        register_secret(sent)
+        if header_token_honoured(cfg):
+            return TokenChoice(sent, "request")
+    if configured and cfg.server.share_config_token_over_http:
+        return TokenChoice(configured, "config", header_ignored=bool(sent))
+    return TokenChoice(None, "none", header_ignored=bool(sent))
