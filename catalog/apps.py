@@ -1,4 +1,11 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def _ensure_schedule(sender, using="default", **kwargs):
+    from catalog.schedule import ensure_refresh_schedule
+
+    ensure_refresh_schedule(using=using)
 
 
 class CatalogConfig(AppConfig):
@@ -6,3 +13,7 @@ class CatalogConfig(AppConfig):
 
     name = "catalog"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # After every migrate (tests included) the beat entry exists.
+        post_migrate.connect(_ensure_schedule, sender=self, dispatch_uid="catalog.ensure_schedule")

@@ -1,0 +1,385 @@
+"""The in-memory search index over the persistent catalogs, one per process.
+
+    get_index() -> CatalogIndex     the current index (built on first use)
+    mark_dirty()                    this process just swapped a catalog: rebuild at next use
+
+Freshness without a query per call: `get_index()` compares the catalog versions in the
+database (one small query on CatalogState) at most once per CHECK_INTERVAL_S; when any version
+moved, whichever process swapped it, the index is rebuilt from the database. Between checks
+every call is served from memory. A refresh in this process calls `mark_dirty()`, so its own
+searches see the new catalog at once.
+
+Must be called from synchronous code (the ORM): async callers go through
+`asgiref.sync.sync_to_async` or a thread. The index itself is immutable once built, so a
+reader holding one is never disturbed by a rebuild.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from catalog import months
+from catalog.models import CatalogState, Location, Product, ProductSiteAvailability, Release, Site
+
+CHECK_INTERVAL_S = 1.0
+WORD = re.compile(r"[a-z0-9]+")
+STOPWORDS = frozenset("a an and are as at by for from in into is of on or the to with".split())
+# How much a hit in each field counts towards a product's score.
+FIELD_WEIGHTS = {"name": 3.0, "keywords": 2.0, "themes": 1.5, "description": 1.0}
+
+Interval = tuple[int, int]
+
+
+def words(text: str) -> list[str]:
+    return WORD.findall(text.lower())
+
+
+def merge(intervals: list[Interval]) -> tuple[Interval, ...]:
+    out: list[list[int]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return tuple((a, b) for a, b in out)
+
+
+def parse_ranges(ranges: list[str]) -> tuple[Interval, ...]:
+    out = []
+    for r in ranges:
+        a, _, b = r.partition("/")
+        out.append((months.month_index(a), months.month_index(b or a)))
+    return merge(out)
+
+
+def overlaps(intervals: tuple[Interval, ...], lo: int, hi: int) -> bool:
+    return any(a <= hi and b >= lo for a, b in intervals)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One product at one site: merged month intervals overall and per release (PROVISIONAL too)."""
+
+    product_code: str
+    site_code: str
+    all: tuple[Interval, ...]
+    by_release: dict[str, tuple[Interval, ...]]
+    ranges: dict[str, list[str]]
+    first_month: str
+    last_month: str
+    month_count: int
+
+
+@dataclass(frozen=True)
+class ProductEntry:
+    code: str
+    base_code: str
+    code_long: str
+    code_presentation: str
+    name: str
+    description: str
+    status: str
+    category: str
+    team: str
+    team_abbr: str
+    publication_format_type: str
+    level: int
+    themes: tuple[str, ...]
+    keywords: tuple[str, ...]
+    has_expanded: bool
+    latest_release: str | None
+    releases: tuple[dict, ...]
+    specs_count: int
+    site_count: int
+    first_month: str | None
+    last_month: str | None
+    all: tuple[Interval, ...]
+    by_release: dict[str, tuple[Interval, ...]]
+    sites: frozenset[str]
+    sites_by_release: dict[str, frozenset[str]]
+    cells: dict[str, Cell]
+
+    @property
+    def month_range(self) -> str | None:
+        return f"{self.first_month}/{self.last_month}" if self.first_month else None
+
+    @property
+    def release_tags(self) -> tuple[str, ...]:
+        return tuple(r["release"] for r in self.releases)
+
+
+@dataclass(frozen=True)
+class SiteEntry:
+    code: str
+    name: str
+    description: str
+    site_type: str
+    state_code: str
+    state_name: str
+    domain_code: str
+    domain_name: str
+    latitude: float
+    longitude: float
+    elevation: float | None
+    utm_easting: float | None
+    utm_northing: float | None
+    utm_zone: int | None
+    utm_hemisphere: str | None
+    deims_id: str
+    releases: tuple[str, ...]
+    product_count: int
+    products: frozenset[str]
+    tokens: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ReleaseEntry:
+    tag: str
+    uuid: str
+    generation_date: datetime | None
+    product_count: int
+    artifacts: tuple[dict, ...]
+    product_dois: dict[str, str]
+
+
+@dataclass(frozen=True)
+class CatalogInfo:
+    version: int
+    source: str | None
+    refreshed_at: datetime | None
+    row_count: int
+
+
+@dataclass
+class CatalogIndex:
+    versions: dict[str, int]
+    info: dict[str, CatalogInfo]
+    products: list[ProductEntry]
+    by_code: dict[str, ProductEntry]
+    sites: list[SiteEntry]
+    site_by_code: dict[str, SiteEntry]
+    releases: list[ReleaseEntry]
+    domains: dict[str, str]
+    # token -> {product position: best field weight}; `field_of` says which field gave it.
+    postings: dict[str, dict[int, float]]
+    field_of: dict[tuple[str, int], str]
+    vocab: list[str]
+    _fuzzy_cache: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    built_at: float = field(default_factory=time.monotonic)
+
+    def product_tokens_for(self, word: str) -> list[tuple[str, float]]:
+        """Vocabulary tokens a query word matches, with a quality in (0, 1]: exact 1.0;
+        otherwise tokens it begins (0.7) and, for words of 4+ letters, small typos (<= 0.6)."""
+        if word in self.postings:
+            return [(word, 1.0)]
+        cached = self._fuzzy_cache.get(word)
+        if cached is not None:
+            return cached
+        out: list[tuple[str, float]] = []
+        if len(word) >= 3:
+            i = bisect.bisect_left(self.vocab, word)
+            while i < len(self.vocab) and self.vocab[i].startswith(word):
+                out.append((self.vocab[i], 0.7))
+                i += 1
+        if not out and len(word) >= 4:
+            out = _fuzzy(word, self.vocab)
+        if len(self._fuzzy_cache) < 20000:
+            self._fuzzy_cache[word] = out
+        return out
+
+    @property
+    def age_seconds(self) -> dict[str, int | None]:
+        now = datetime.now().astimezone()
+        return {c: (int((now - i.refreshed_at).total_seconds()) if i.refreshed_at else None) for c, i in self.info.items()}
+
+
+def _fuzzy(word: str, vocab: list[str]) -> list[tuple[str, float]]:
+    from rapidfuzz import fuzz, process
+
+    # One edit in four letters is 75; in five or more letters >= 80.
+    cutoff = 75 if len(word) == 4 else 80
+    hits = process.extract(word, vocab, scorer=fuzz.ratio, score_cutoff=cutoff, limit=8)
+    return [(tok, 0.6 * score / 100) for tok, score, _ in hits if abs(len(tok) - len(word)) <= 2]
+
+
+# -- building ------------------------------------------------------------------------------
+
+def _cell(row: ProductSiteAvailability) -> Cell:
+    by_release = {rel: parse_ranges(r) for rel, r in row.by_release.items()}
+    return Cell(
+        product_code=row.product_code,
+        site_code=row.site_code,
+        all=merge([iv for ivs in by_release.values() for iv in ivs]),
+        by_release=by_release,
+        ranges=row.by_release,
+        first_month=row.first_month,
+        last_month=row.last_month,
+        month_count=row.month_count,
+    )
+
+
+def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> CatalogIndex:
+    cells_by_product: dict[str, dict[str, Cell]] = {}
+    for row in ProductSiteAvailability.objects.all().iterator(chunk_size=2000):
+        cells_by_product.setdefault(row.product_code, {})[row.site_code] = _cell(row)
+    products: list[ProductEntry] = []
+    for p in Product.objects.all().order_by("product_code"):
+        cells = cells_by_product.get(p.product_code, {})
+        releases: dict[str, list[Interval]] = {}
+        sites_by_release: dict[str, set[str]] = {}
+        for c in cells.values():
+            for rel, ivs in c.by_release.items():
+                releases.setdefault(rel, []).extend(ivs)
+                sites_by_release.setdefault(rel, set()).add(c.site_code)
+        products.append(
+            ProductEntry(
+                code=p.product_code,
+                base_code=p.product_code.rsplit(".", 1)[0],
+                code_long=p.product_code_long,
+                code_presentation=p.product_code_presentation,
+                name=p.product_name,
+                description=p.product_description,
+                status=p.product_status,
+                category=p.product_category,
+                team=p.product_science_team,
+                team_abbr=p.product_science_team_abbr,
+                publication_format_type=p.product_publication_format_type,
+                level=p.level,
+                themes=tuple(p.themes),
+                keywords=tuple(p.keywords),
+                has_expanded=p.product_has_expanded,
+                latest_release=p.latest_release or None,
+                releases=tuple(p.releases),
+                specs_count=p.specs_count,
+                site_count=p.site_count,
+                first_month=p.first_month or None,
+                last_month=p.last_month or None,
+                all=merge([iv for c in cells.values() for iv in c.all]),
+                by_release={rel: merge(ivs) for rel, ivs in releases.items()},
+                sites=frozenset(cells),
+                sites_by_release={rel: frozenset(s) for rel, s in sites_by_release.items()},
+                cells=cells,
+            )
+        )
+    postings: dict[str, dict[int, float]] = {}
+    field_of: dict[tuple[str, int], str] = {}
+    for pos, p in enumerate(products):
+        fields = {
+            "name": words(p.name),
+            "keywords": [w for k in p.keywords for w in words(k)],
+            "themes": [w for t in p.themes for w in words(t)],
+            "description": words(p.description),
+        }
+        for fname, toks in fields.items():
+            weight = FIELD_WEIGHTS[fname]
+            for tok in toks:
+                slot = postings.setdefault(tok, {})
+                if weight > slot.get(pos, 0.0):
+                    slot[pos] = weight
+                    field_of[(tok, pos)] = fname
+
+    locations = {loc.name: loc for loc in Location.objects.all()}
+    domains = {loc.name: loc.description for loc in locations.values() if loc.location_type == "DOMAIN"}
+    site_products: dict[str, set[str]] = {}
+    for p in products:
+        for s in p.sites:
+            site_products.setdefault(s, set()).add(p.code)
+    sites = []
+    for s in Site.objects.all().order_by("site_code"):
+        loc = locations.get(s.site_code)
+        domains.setdefault(s.domain_code, s.domain_name)
+        sites.append(
+            SiteEntry(
+                code=s.site_code,
+                name=s.site_name,
+                description=s.site_description,
+                site_type=s.site_type,
+                state_code=s.state_code,
+                state_name=s.state_name,
+                domain_code=s.domain_code,
+                domain_name=s.domain_name,
+                latitude=s.latitude,
+                longitude=s.longitude,
+                elevation=s.elevation if s.elevation is not None else (loc.elevation if loc else None),
+                utm_easting=loc.utm_easting if loc else None,
+                utm_northing=loc.utm_northing if loc else None,
+                utm_zone=loc.utm_zone if loc else None,
+                utm_hemisphere=(loc.utm_hemisphere or None) if loc else None,
+                deims_id=s.deims_id,
+                releases=tuple(s.releases),
+                product_count=s.product_count,
+                products=frozenset(site_products.get(s.site_code, ())),
+                tokens=frozenset(
+                    [s.site_code.lower(), s.state_code.lower(), s.domain_code.lower(), *words(s.site_name), *words(s.state_name), *words(s.domain_name)]
+                ),
+            )
+        )
+    releases = [
+        ReleaseEntry(r.tag, r.uuid, r.generation_date, r.product_count, tuple(r.artifacts), dict(r.product_dois))
+        for r in Release.objects.all().order_by("tag")
+    ]
+    return CatalogIndex(
+        versions=versions,
+        info=info,
+        products=products,
+        by_code={p.code: p for p in products},
+        sites=sites,
+        site_by_code={s.code: s for s in sites},
+        releases=releases,
+        domains=domains,
+        postings=postings,
+        field_of=field_of,
+        vocab=sorted(postings),
+    )
+
+
+# -- the per-process holder ----------------------------------------------------------------
+
+_lock = threading.Lock()
+_index: CatalogIndex | None = None
+_checked_at = 0.0
+_dirty = True
+
+
+def mark_dirty() -> None:
+    global _dirty
+    _dirty = True
+
+
+def _read_versions() -> tuple[dict[str, int], dict[str, CatalogInfo]]:
+    info = {
+        s.catalog: CatalogInfo(s.version, s.source or None, s.refreshed_at, s.row_count)
+        for s in CatalogState.objects.all()
+    }
+    return {c: i.version for c, i in info.items()}, info
+
+
+def get_index(*, clock=time.monotonic) -> CatalogIndex:
+    global _index, _checked_at, _dirty
+    now = clock()
+    current = _index
+    if current is not None and not _dirty and now - _checked_at < CHECK_INTERVAL_S:
+        return current
+    with _lock:
+        if _index is not None and not _dirty and clock() - _checked_at < CHECK_INTERVAL_S:
+            return _index
+        _dirty = False
+        versions, info = _read_versions()
+        _checked_at = clock()
+        if _index is None or versions != _index.versions:
+            _index = build_index(versions, info)
+        else:
+            _index.info = info
+        return _index
+
+
+def reset() -> None:
+    """Forget the index (tests; a process that switched databases)."""
+    global _index, _checked_at, _dirty
+    with _lock:
+        _index, _checked_at, _dirty = None, 0.0, True

@@ -1,0 +1,173 @@
+"""Turning what a caller typed into one catalog value, or a precise error. Synchronous, in memory.
+
+    resolve_product(text) -> ResolvedProduct(code, name, input, matched_by)
+        full code (any case), code without revision, or exact name (case and spacing ignored)
+    resolve_site(text) -> ResolvedSite(code, name, input, matched_by)
+        four-letter code (any case) or exact name (a trailing " NEON" optional)
+    resolve_release(text) -> ResolvedRelease(tag, uuid, input, matched_by)
+        RELEASE-YYYY (any case), a release uuid, or "latest"
+
+Each result's `.echo()` is what a tool puts under `resolved`. Errors (EcoError):
+    ambiguous_input  a code without revision or a partial name that fits several; even one
+                     partial fit is not taken silently (details.candidates)
+    not_found        nothing fits; details.didYouMean (releases: details.validReleases)
+    invalid_argument PROVISIONAL where a release is expected; empty input
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from catalog.index import CatalogIndex, get_index, words
+from eco_service.errors import EcoError
+
+FULL_CODE = re.compile(r"^DP[1-4]\.\d{5}\.\d{3}$")
+BASE_CODE = re.compile(r"^DP[1-4]\.\d{5}$")
+SITE_CODE = re.compile(r"^[A-Z]{4}$")
+RELEASE_TAG = re.compile(r"^RELEASE-\d{4}$")
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+MAX_CANDIDATES = 10
+
+
+@dataclass(frozen=True)
+class ResolvedProduct:
+    code: str
+    name: str
+    input: str
+    matched_by: str  # code | code_without_revision | name
+
+    def echo(self) -> dict[str, Any]:
+        return {"input": self.input, "productCode": self.code, "productName": self.name, "matchedBy": self.matched_by}
+
+
+@dataclass(frozen=True)
+class ResolvedSite:
+    code: str
+    name: str
+    input: str
+    matched_by: str  # code | name
+
+    def echo(self) -> dict[str, Any]:
+        return {"input": self.input, "siteCode": self.code, "siteName": self.name, "matchedBy": self.matched_by}
+
+
+@dataclass(frozen=True)
+class ResolvedRelease:
+    tag: str
+    uuid: str | None
+    input: str
+    matched_by: str  # tag | uuid | latest
+
+    def echo(self) -> dict[str, Any]:
+        return {"input": self.input, "release": self.tag, "uuid": self.uuid, "matchedBy": self.matched_by}
+
+
+def _norm(text: str) -> str:
+    return " ".join(words(text))
+
+
+def _text(field: str, text: str | None) -> str:
+    if text is None or not str(text).strip():
+        raise EcoError("invalid_argument", f"{field}: must not be empty", details={"field": field})
+    return str(text).strip()
+
+
+def _suggest(query: str, choices: dict[str, str]) -> list[str]:
+    from rapidfuzz import fuzz, process
+
+    hits = process.extract(query, choices, scorer=fuzz.WRatio, score_cutoff=60, limit=5)
+    return [key for _, _, key in hits]
+
+
+def resolve_product(text: str | None, *, index: CatalogIndex | None = None, field: str = "product") -> ResolvedProduct:
+    raw = _text(field, text)
+    idx = index or get_index()
+    upper = raw.upper()
+    if FULL_CODE.match(upper):
+        p = idx.by_code.get(upper)
+        if p is None:
+            raise EcoError("not_found", f"{field}: no product with code {upper}",
+                           details={"didYouMean": _suggest(upper, {q.code: q.code for q in idx.products}) or None})
+        return ResolvedProduct(p.code, p.name, raw, "code")
+    if BASE_CODE.match(upper):
+        found = [p for p in idx.products if p.base_code == upper]
+        if len(found) == 1:
+            return ResolvedProduct(found[0].code, found[0].name, raw, "code_without_revision")
+        if found:
+            raise _ambiguous(field, raw, [{"productCode": p.code, "productName": p.name} for p in found])
+        raise EcoError("not_found", f"{field}: no product with code {upper}.*",
+                       details={"didYouMean": _suggest(upper, {q.code: q.code for q in idx.products}) or None})
+    wanted = _norm(raw)
+    exact = [p for p in idx.products if _norm(p.name) == wanted]
+    if len(exact) == 1:
+        return ResolvedProduct(exact[0].code, exact[0].name, raw, "name")
+    partial = exact or [p for p in idx.products if wanted and wanted in _norm(p.name)]
+    if partial:
+        raise _ambiguous(field, raw, [{"productCode": p.code, "productName": p.name} for p in partial])
+    names = {p.code: p.name for p in idx.products}
+    suggestions = [f"{c} {names[c]}" for c in _suggest(raw, names)]
+    raise EcoError("not_found", f"{field}: no product named {raw!r}", details={"didYouMean": suggestions or None})
+
+
+def _site_name(name: str) -> str:
+    n = _norm(name)
+    return n[:-5] if n.endswith(" neon") else n
+
+
+def resolve_site(text: str | None, *, index: CatalogIndex | None = None, field: str = "site") -> ResolvedSite:
+    raw = _text(field, text)
+    idx = index or get_index()
+    upper = raw.upper()
+    if SITE_CODE.match(upper):
+        s = idx.site_by_code.get(upper)
+        if s is not None:
+            return ResolvedSite(s.code, s.name, raw, "code")
+    wanted = _site_name(raw)
+    exact = [s for s in idx.sites if _site_name(s.name) == wanted]
+    if len(exact) == 1:
+        return ResolvedSite(exact[0].code, exact[0].name, raw, "name")
+    partial = exact or [s for s in idx.sites if len(wanted) >= 3 and wanted in _site_name(s.name)]
+    if partial:
+        raise _ambiguous(field, raw, [{"siteCode": s.code, "siteName": s.name} for s in partial])
+    choices = {s.code: f"{s.code} {s.name}" for s in idx.sites}
+    suggestions = [choices[c] for c in _suggest(raw, choices)]
+    what = f"code {upper}" if SITE_CODE.match(upper) else f"name {raw!r}"
+    raise EcoError("not_found", f"{field}: no field site with {what}", details={"didYouMean": suggestions or None})
+
+
+def resolve_release(text: str | None, *, index: CatalogIndex | None = None, field: str = "release") -> ResolvedRelease:
+    raw = _text(field, text)
+    idx = index or get_index()
+    upper = raw.upper()
+    # The product catalog knows the tags too, so a missing releases catalog does not break this.
+    known = {r.tag: r for r in idx.releases}
+    for p in idx.products:
+        for tag in p.release_tags:
+            known.setdefault(tag, None)
+    valid = sorted(known)
+    if upper == "PROVISIONAL":
+        raise EcoError("invalid_argument",
+                       f"{field}: PROVISIONAL is not a release (provisional data is newer than the latest release "
+                       "and may change); give a RELEASE-YYYY tag, latest, or use the provisional option",
+                       details={"field": field, "validReleases": valid})
+    if upper == "LATEST":
+        if not valid:
+            raise EcoError("catalog_unavailable", "the releases catalog has not been built yet")
+        tag = valid[-1]
+        return ResolvedRelease(tag, known[tag].uuid if known[tag] else None, raw, "latest")
+    if upper in known:
+        return ResolvedRelease(upper, known[upper].uuid if known[upper] else None, raw, "tag")
+    for r in idx.releases:
+        if r.uuid and r.uuid.lower() == raw.lower():
+            return ResolvedRelease(r.tag, r.uuid, raw, "uuid")
+    did = [t for t in valid if RELEASE_TAG.match(upper) is None and upper[-4:] in t] or None
+    raise EcoError("not_found", f"{field}: no release {raw!r}",
+                   details={"validReleases": valid, "didYouMean": did})
+
+
+def _ambiguous(field: str, raw: str, candidates: list[dict[str, str]]) -> EcoError:
+    shown = candidates[:MAX_CANDIDATES]
+    return EcoError("ambiguous_input", f"{field}: {raw!r} fits {len(candidates)} entries; give one code",
+                    details={"candidates": shown, "candidateCount": len(candidates)})

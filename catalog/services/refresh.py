@@ -1,0 +1,226 @@
+"""Building each catalog from the upstream and swapping it in.
+
+    await refresh_catalog("products", client=client, source=None, trigger="manual") -> RefreshOutcome
+    await refresh_catalogs(CATALOGS, client=client, ...) -> list[RefreshOutcome]
+
+Upstream requests per catalog (no retries):
+    products + sites together   1 GraphQL request (CATALOG_QUERY), or 2 REST (/products, /sites)
+    products alone, sites alone 1 GraphQL request, or 1 REST
+    releases                    1 REST (/releases; GraphQL has no releases root)
+    locations                   2 REST (/locations/sites and /locations/REALM?hierarchy=true&locationType=DOMAIN;
+                                GraphQL has no "all SITE locations" root)
+so a full refresh is 4 requests from GraphQL, 5 from REST.
+
+Source: `source=None` uses GraphQL when `eco.prefer_graphql` is on and the client's GraphQL
+breaker is closed, and falls back to REST when GraphQL fails or answers something that does not
+parse. `source="graphql"` or `"rest"` forces one (no fallback). A failed refresh keeps the old
+catalog, records the error on the catalog's state and in the refresh log, and never raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from asgiref.sync import sync_to_async
+from pydantic import BaseModel, ValidationError
+
+from catalog.models import CATALOGS, Location, Product, ProductSiteAvailability, Release, Site
+from catalog.services import build, swap
+from catalog.services.graphql_queries import QUERIES
+from catalog.services.records import LocationRecord, LocationTree, ProductRecord, ReleaseRecord, SiteRecord
+from catalog.upstream.context import call_scope
+from eco_service.config import EcoConfig, get_config
+from eco_service.errors import EcoError
+
+log = logging.getLogger("eco.catalog.refresh")
+
+Source = Literal["graphql", "rest"]
+GRAPHQL_CATALOGS = ("products", "sites")
+
+
+@dataclass
+class RefreshOutcome:
+    catalog: str
+    ok: bool
+    source: str | None
+    rows: int
+    requests: int
+    seconds: float
+    version: int | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _plain(obj: Any) -> Any:
+    """The upstream client's typed models back to NEON's own keys, for our own stricter parse."""
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(by_alias=True, mode="json")
+    if isinstance(obj, list):
+        return [_plain(x) for x in obj]
+    return obj
+
+
+def _graphql_data(reply: Any) -> dict[str, Any]:
+    reply = _plain(reply)
+    if isinstance(reply, dict) and isinstance(reply.get("data"), dict):
+        return reply["data"]
+    if isinstance(reply, dict):
+        return reply
+    raise EcoError("upstream_error", "GraphQL catalog reply is not an object")
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, EcoError):
+        return f"{exc.code}: {exc.message}"
+    if isinstance(exc, ValidationError):
+        return f"upstream_error: reply did not match the expected shape ({exc.error_count()} errors; first: {exc.errors()[0]['loc']} {exc.errors()[0]['msg']})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+# -- fetching ------------------------------------------------------------------------------
+
+async def _graphql(client: Any, key: str) -> dict[str, list[Any]]:
+    query, model = QUERIES[key]
+    result = model.model_validate(_graphql_data(await client.graphql(query, kind="catalog")))
+    return {name: getattr(result, name) for name in key.split("+")}
+
+
+async def _rest(client: Any, catalog: str) -> Any:
+    if catalog == "products":
+        return [ProductRecord.model_validate(p) for p in _plain(await client.products())]
+    if catalog == "sites":
+        return [SiteRecord.model_validate(s) for s in _plain(await client.sites())]
+    if catalog == "releases":
+        return [ReleaseRecord.model_validate(r) for r in _plain(await client.releases())]
+    if catalog == "locations":
+        sites = [LocationRecord.model_validate(x) for x in _plain(await client.location_sites())]
+        realm = LocationTree.model_validate(_plain(await client.location("REALM", hierarchy=True, location_type="DOMAIN")))
+        return sites, realm
+    raise ValueError(f"unknown catalog {catalog!r}")
+
+
+def _rows(catalog: str, records: Any) -> tuple[list[tuple[type, list]], int]:
+    if catalog == "products":
+        products, cells = build.build_products(records)
+        return [(Product, products), (ProductSiteAvailability, cells)], len(products)
+    if catalog == "sites":
+        sites = build.build_sites(records)
+        return [(Site, sites)], len(sites)
+    if catalog == "releases":
+        releases = build.build_releases(records)
+        return [(Release, releases)], len(releases)
+    locations = build.build_locations(*records)
+    return [(Location, locations)], len(locations)
+
+
+def _want_graphql(client: Any, cfg: EcoConfig, source: Source | None) -> bool:
+    if source is not None:
+        return source == "graphql"
+    return cfg.eco.prefer_graphql and bool(getattr(client, "graphql_available", True))
+
+
+# -- refresh -------------------------------------------------------------------------------
+
+async def _store(catalog: str, records: Any, *, source: str, trigger: str, started: datetime,
+                 t0: float, requests: int) -> RefreshOutcome:
+    tables, count = _rows(catalog, records)
+    if catalog in ("products", "sites") and count == 0:
+        # An empty product or site list is an upstream fault, not a catalog: keep the old one.
+        raise EcoError("upstream_error", f"upstream returned an empty {catalog} list")
+    version = await sync_to_async(swap.swap_catalog)(catalog, tables, source=source, row_count=count)
+    await sync_to_async(swap.log_refresh)(catalog=catalog, source=source, trigger=trigger, started_at=started,
+                                          ok=True, rows=count, requests=requests)
+    _notify_index()
+    return RefreshOutcome(catalog, True, source, count, requests, time.perf_counter() - t0, version)
+
+
+async def _failed(catalog: str, exc: Exception, *, source: str | None, trigger: str, started: datetime,
+                  t0: float, requests: int) -> RefreshOutcome:
+    error = _describe(exc)
+    log.warning("catalog refresh of %s failed (%s); the previous catalog is kept", catalog, error)
+    await sync_to_async(swap.record_failure)(catalog, error)
+    await sync_to_async(swap.log_refresh)(catalog=catalog, source=source or "", trigger=trigger, started_at=started,
+                                          ok=False, rows=0, requests=requests, error=error)
+    return RefreshOutcome(catalog, False, source, 0, requests, time.perf_counter() - t0, None, error)
+
+
+async def refresh_catalogs(
+    catalogs: tuple[str, ...] | list[str] = CATALOGS,
+    *,
+    client: Any,
+    source: Source | None = None,
+    trigger: str = "manual",
+    cfg: EcoConfig | None = None,
+) -> list[RefreshOutcome]:
+    """Refresh the named catalogs, products and sites from a single GraphQL request when both
+    are asked for. Never raises for upstream trouble; see each outcome."""
+    cfg = cfg or get_config()
+    for c in catalogs:
+        if c not in CATALOGS:
+            raise EcoError("invalid_argument", f"catalog: unknown catalog {c!r}; valid: {', '.join(CATALOGS)}")
+    outcomes: list[RefreshOutcome] = []
+    todo = [c for c in CATALOGS if c in catalogs]
+    gql = [c for c in todo if c in GRAPHQL_CATALOGS]
+    if gql and _want_graphql(client, cfg, source):
+        started, t0 = datetime.now(UTC), time.perf_counter()
+        with call_scope() as acct:
+            try:
+                fetched = await _graphql(client, "+".join(gql))
+            except Exception as exc:
+                fetched, gql_error = None, exc
+        for i, c in enumerate(gql):
+            requests = acct.requests if i == 0 else 0  # one shared request: counted once
+            if fetched is None:
+                if source == "graphql":
+                    outcomes.append(await _failed(c, gql_error, source="graphql", trigger=trigger, started=started,
+                                                  t0=t0, requests=requests))
+                    todo.remove(c)
+                else:
+                    log.info("GraphQL catalog fetch failed (%s); building %s from REST", _describe(gql_error), c)
+                continue
+            try:
+                outcomes.append(await _store(c, fetched[c], source="graphql", trigger=trigger, started=started,
+                                             t0=t0, requests=requests))
+                todo.remove(c)
+            except Exception as exc:
+                if source == "graphql":
+                    outcomes.append(await _failed(c, exc, source="graphql", trigger=trigger, started=started,
+                                                  t0=t0, requests=requests))
+                    todo.remove(c)
+    for c in todo:
+        outcomes.append(await _refresh_rest(c, client=client, trigger=trigger))
+    return outcomes
+
+
+async def _refresh_rest(catalog: str, *, client: Any, trigger: str) -> RefreshOutcome:
+    started, t0 = datetime.now(UTC), time.perf_counter()
+    with call_scope() as acct:
+        try:
+            records = await _rest(client, catalog)
+        except Exception as exc:
+            return await _failed(catalog, exc, source="rest", trigger=trigger, started=started, t0=t0,
+                                 requests=acct.requests)
+    try:
+        return await _store(catalog, records, source="rest", trigger=trigger, started=started, t0=t0,
+                            requests=acct.requests)
+    except Exception as exc:
+        return await _failed(catalog, exc, source="rest", trigger=trigger, started=started, t0=t0,
+                             requests=acct.requests)
+
+
+async def refresh_catalog(catalog: str, *, client: Any, source: Source | None = None, trigger: str = "manual",
+                          cfg: EcoConfig | None = None) -> RefreshOutcome:
+    (outcome,) = await refresh_catalogs((catalog,), client=client, source=source, trigger=trigger, cfg=cfg)
+    return outcome
+
+
+def _notify_index() -> None:
+    from catalog import index
+
+    index.mark_dirty()

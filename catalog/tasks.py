@@ -1,0 +1,29 @@
+"""Celery tasks: thin wrappers that run the catalog refresh service.
+
+`refresh_catalogs_task` is what Celery beat runs on the `cache.ttl_s.catalog` interval (the
+PeriodicTask is created after migrate by catalog.schedule and can be edited in the admin).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from celery import shared_task
+
+from catalog.models import CATALOGS
+
+TASK_NAME = "catalog.refresh_catalogs"
+
+
+@shared_task(name=TASK_NAME)
+def refresh_catalogs_task(catalogs: list[str] | None = None, source: str | None = None,
+                          trigger: str = "beat") -> list[dict]:
+    from catalog.services import refresh_catalogs
+    from catalog.upstream.client import get_client
+
+    async def run() -> list[dict]:
+        outcomes = await refresh_catalogs(tuple(catalogs or CATALOGS), client=get_client(), source=source,
+                                          trigger=trigger)
+        return [o.to_dict() for o in outcomes]
+
+    return asyncio.run(run())

@@ -1,0 +1,89 @@
+"""Catalog test fixtures.
+
+`mini_client` speaks the upstream client's interface (products, sites, releases, location_sites,
+location, graphql, graphql_available) over real sockets to the simulator, with nothing else
+(no cache, no retries), so refresh tests see exactly what the simulator says and count every
+request. `catalog_built` fills the test database with a full catalog from the simulator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from asgiref.sync import async_to_sync
+
+from catalog import index
+from catalog.services import refresh_catalogs
+from catalog.upstream.context import current
+from eco_service.errors import EcoError
+
+
+class MiniClient:
+    def __init__(self, base_url: str, graphql_url: str) -> None:
+        self.base_url = base_url
+        self.graphql_url = graphql_url
+        self.graphql_available = True
+        self.calls: list[str] = []
+
+    async def _send(self, method: str, url: str, **kw: Any) -> Any:
+        self.calls.append(f"{method} {url}")
+        acct = current()
+        if acct is not None:
+            acct.requests += 1
+        async with httpx.AsyncClient(timeout=60) as http:
+            resp = await http.request(method, url, **kw)
+        if resp.status_code >= 400:
+            raise EcoError("upstream_error", f"HTTP {resp.status_code} from {url}")
+        try:
+            return resp.json()
+        except ValueError as exc:
+            raise EcoError("upstream_error", f"unparseable reply from {url}") from exc
+
+    async def _get(self, path: str, **params: Any) -> Any:
+        return (await self._send("GET", self.base_url + path, params=params or None))["data"]
+
+    async def products(self, release: str | None = None) -> list[dict]:
+        return await self._get("/products", **({"release": release} if release else {}))
+
+    async def sites(self) -> list[dict]:
+        return await self._get("/sites")
+
+    async def releases(self) -> list[dict]:
+        return await self._get("/releases")
+
+    async def location_sites(self) -> list[dict]:
+        return await self._get("/locations/sites")
+
+    async def location(self, name: str, *, hierarchy: bool = False, location_type: str | None = None) -> dict:
+        params = {"hierarchy": "true"} if hierarchy else {}
+        if location_type:
+            params["locationType"] = location_type
+        return await self._get(f"/locations/{name}", **params)
+
+    async def graphql(self, query: str, variables: dict | None = None, *, model: Any = None,
+                      kind: str = "catalog") -> dict:
+        body = await self._send("POST", self.graphql_url, json={"query": query, "variables": variables or {}})
+        if body.get("errors"):
+            raise EcoError("graphql_error", body["errors"][0].get("message", "GraphQL error"))
+        return body["data"]
+
+
+@pytest.fixture
+def mini_client(fresh_sim) -> MiniClient:
+    return MiniClient(fresh_sim.base_url, fresh_sim.graphql_url)
+
+
+@pytest.fixture
+def fresh_index():
+    index.reset()
+    yield index
+    index.reset()
+
+
+@pytest.fixture
+def catalog_built(db, mini_client, eco_cfg, fresh_index):
+    outcomes = async_to_sync(refresh_catalogs)(client=mini_client, cfg=eco_cfg)
+    assert all(o.ok for o in outcomes), [o.error for o in outcomes]
+    return outcomes
