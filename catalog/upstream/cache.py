@@ -1,0 +1,212 @@
+"""The upstream answer cache, on Django's cache framework (spec: Limits, `cache.*`).
+
+Backend: the same kind as Django's default cache (in-process LocMem, or Redis when REDIS_URL is
+set), but a separate instance with its own key prefix and `max_entries = cache.max_entries`.
+LocMem culls by itself; Redis does not, so there an index (a sorted set of our keys by write
+time) evicts the oldest entries beyond the cap.
+
+One lookup, `get_or_fetch(key, ttl, fetch)`:
+- fresh hit: served from cache; in the last `cache.refresh_ahead` fraction of the TTL a
+  background refresh is started so hot keys never go cold;
+- miss: one `fetch()` per key at a time in this process (single-flight): concurrent callers of
+  a cold key wait for the first one's answer instead of asking upstream themselves;
+- fetch fails with a retryable error (5xx, unreachable, rate limited) and an expired entry is
+  younger than TTL + `cache.stale_if_error_s`: the stale value is served, flagged `stale`.
+
+Entries outlive their TTL by `stale_if_error_s` for that last reason. Values are whatever
+`fetch()` returns (the client stores validated raw bodies) and must be picklable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.cache.backends.base import BaseCache
+from django.utils.module_loading import import_string
+
+from eco_service.config import Cache as CacheSettings
+from eco_service.errors import EcoError
+
+log = logging.getLogger("eco.upstream.cache")
+
+LOCMEM_NAME = "eco-upstream-client"
+
+
+@dataclass
+class Lookup:
+    value: Any
+    hit: bool
+    stale: bool = False
+    age_s: float = 0.0
+
+
+def build_backend(max_entries: int) -> BaseCache:
+    """A cache like Django's default one, with our own prefix and entry cap."""
+    conf = dict(settings.CACHES["default"])
+    backend_cls = import_string(conf["BACKEND"])
+    params = {k: v for k, v in conf.items() if k not in {"BACKEND", "LOCATION"}}
+    params["KEY_PREFIX"] = f"{conf.get('KEY_PREFIX') or 'eco'}:up"
+    params["TIMEOUT"] = None
+    params["max_entries"] = max_entries
+    options = dict(conf.get("OPTIONS") or {})
+    options.pop("MAX_ENTRIES", None)
+    params["OPTIONS"] = options
+    location = LOCMEM_NAME if "locmem" in conf["BACKEND"].lower() else conf.get("LOCATION", "")
+    return backend_cls(location, params)
+
+
+def locmem_backend(max_entries: int, name: str = LOCMEM_NAME) -> BaseCache:
+    """An in-process backend whatever Django's default is (unit tests, benchmarks)."""
+    from django.core.cache.backends.locmem import LocMemCache
+
+    return LocMemCache(name, {"TIMEOUT": None, "max_entries": max_entries, "KEY_PREFIX": "eco:up"})
+
+
+class UpstreamCache:
+    def __init__(
+        self,
+        cfg: CacheSettings,
+        *,
+        backend: BaseCache | None = None,
+        redis_client: Any = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._cfg = cfg
+        self._backend = backend if backend is not None else build_backend(cfg.max_entries)
+        self._redis = redis_client if self.backend_name == "redis" else None
+        self._index_key = f"{settings.CACHES['default'].get('KEY_PREFIX') or 'eco'}:up:index"
+        self._clock = clock
+        self._inflight: dict[str, asyncio.Future[Any]] = {}
+        self._refreshing: set[asyncio.Task[Any]] = set()
+        self.hits = 0
+        self.misses = 0
+        self._redis_entries: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self._cfg.enabled
+
+    @property
+    def backend_name(self) -> str:
+        return "redis" if "redis" in type(self._backend).__module__ else "locmem"
+
+    # ------------------------------------------------------------------ lookup
+    async def get_or_fetch(self, key: str, ttl: float, fetch: Callable[[], Awaitable[Any]]) -> Lookup:
+        if not self.enabled:
+            return Lookup(await fetch(), hit=False)
+        entry = await self._backend.aget(key)
+        now = self._clock()
+        age = now - entry["t"] if entry else 0.0
+        if entry and age < ttl:
+            self.hits += 1
+            if self._cfg.refresh_ahead and age >= ttl * (1 - self._cfg.refresh_ahead):
+                self._refresh_in_background(key, ttl, fetch)
+            return Lookup(entry["v"], hit=True, age_s=age)
+        try:
+            value, led = await self._single_flight(key, ttl, fetch)
+        except EcoError as exc:
+            if entry and exc.retryable and age < ttl + self._cfg.stale_if_error_s:
+                self.hits += 1
+                log.warning("serving a stale answer (%.0f s old) because upstream failed: %s", age, exc.code)
+                return Lookup(entry["v"], hit=True, stale=True, age_s=age)
+            self.misses += 1
+            raise
+        if led:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return Lookup(value, hit=not led)
+
+    async def _single_flight(self, key: str, ttl: float, fetch: Callable[[], Awaitable[Any]]) -> tuple[Any, bool]:
+        """(value, True) for the caller that fetched, (value, False) for those that waited."""
+        waiting = self._inflight.get(key)
+        if waiting is not None:
+            return await asyncio.shield(waiting), False
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            value = await fetch()
+            await self.put(key, ttl, value)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: nobody else may be waiting
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        future.set_result(value)
+        return value, True
+
+    def _refresh_in_background(self, key: str, ttl: float, fetch: Callable[[], Awaitable[Any]]) -> None:
+        if key in self._inflight:
+            return
+
+        async def refresh() -> None:
+            try:
+                await self._single_flight(key, ttl, fetch)
+            except Exception as exc:  # the cached answer is still fresh; try again next hit
+                log.info("refresh-ahead failed: %s", getattr(exc, "code", type(exc).__name__))
+
+        task = asyncio.get_running_loop().create_task(refresh())
+        self._refreshing.add(task)
+        task.add_done_callback(self._refreshing.discard)
+
+    # ------------------------------------------------------------------ storage
+    async def put(self, key: str, ttl: float, value: Any) -> None:
+        keep = int(ttl + self._cfg.stale_if_error_s) + 1
+        await self._backend.aset(key, {"v": value, "t": self._clock()}, timeout=keep)
+        if self._redis is not None:
+            await self._index_and_evict(key)
+
+    async def _index_and_evict(self, key: str) -> None:
+        await self._redis.zadd(self._index_key, {key: self._clock()})
+        count = int(await self._redis.zcard(self._index_key))
+        self._redis_entries = min(count, self._cfg.max_entries)
+        extra = count - self._cfg.max_entries
+        if extra > 0:
+            oldest = await self._redis.zpopmin(self._index_key, extra)
+            await self._backend.adelete_many([k.decode() if isinstance(k, bytes) else k for k, _ in oldest])
+
+    def entries(self) -> int | None:
+        """Entries now (LocMem), or as last counted by this process (Redis, shared)."""
+        if self._redis is not None:
+            return self._redis_entries
+        store = getattr(self._backend, "_cache", None)
+        return len(store) if isinstance(store, dict) else None
+
+    async def clear(self) -> None:
+        """Forget our entries. On Redis only indexed keys go: never FLUSHDB a shared server."""
+        if self.backend_name == "locmem":
+            await self._backend.aclear()
+        elif self._redis is not None:
+            await self._clear_indexed()
+        self.hits = self.misses = 0
+
+    async def _clear_indexed(self) -> None:
+        keys = await self._redis.zrange(self._index_key, 0, -1)
+        if keys:
+            await self._backend.adelete_many([k.decode() if isinstance(k, bytes) else k for k in keys])
+        await self._redis.delete(self._index_key)
+        self._redis_entries = 0
+
+    async def drain(self) -> None:
+        """Wait for background refreshes (tests, shutdown)."""
+        while self._refreshing:
+            await asyncio.gather(*list(self._refreshing), return_exceptions=True)
+
+    def info(self) -> dict[str, Any]:
+        total = self.hits + self.misses
+        return {
+            "backend": self.backend_name,
+            "enabled": self.enabled,
+            "entries": self.entries(),
+            "maxEntries": self._cfg.max_entries,
+            "hits": self.hits,
+            "misses": self.misses,
+            "hitRate": round(self.hits / total, 4) if total else None,
+        }

@@ -1,0 +1,407 @@
+"""`UpstreamClient`: every NEON endpoint the product uses, as typed async methods.
+
+    client = get_client()                  # shared per process and event loop
+    product = await client.product("DP1.00001.001", release="RELEASE-2025")
+
+Each REST method: build the call (`http.Call`), look it up in the cache (key = endpoint, query,
+body and, for token-only data only, a one-way hash of the token), fetch on a miss, parse the
+body strictly into its model (`models.py`) before it is cached, and count the cache hit or the
+upstream requests into `context.current()`. Nothing outside this package sees raw NEON JSON.
+GraphQL is never cached and goes through the breaker (`breaker.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from catalog.upstream import context, mapping
+from catalog.upstream import models as m
+from catalog.upstream.breaker import GraphQLBreaker
+from catalog.upstream.cache import UpstreamCache
+from catalog.upstream.http import Call, Kind, UpstreamHttp
+from catalog.upstream.ratelimit import Buckets, LocalBuckets, RedisBuckets, budget_for
+from eco_service.config import EcoConfig, get_config
+from eco_service.errors import EcoError
+from eco_service.redact import token_hash
+
+M = TypeVar("M", bound=BaseModel)
+
+# GraphQL failures that say GraphQL itself is unwell (not that the caller was rate limited).
+BREAKER_CODES = {"upstream_error", "upstream_unavailable", "graphql_error"}
+
+
+def _seg(value: str) -> str:
+    """One path segment: '/', '..' and '?' in user input cannot change the route."""
+    return quote(value, safe="")
+
+
+def _redis_url() -> str:
+    from django.conf import settings
+
+    return getattr(settings, "REDIS_URL", "") or ""
+
+
+class UpstreamClient:
+    def __init__(
+        self,
+        cfg: EcoConfig,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], Awaitable[Any]] | None = None,
+        ratelimiter: Buckets | None = None,
+        cache: UpstreamCache | None = None,
+    ) -> None:
+        self.cfg = cfg
+        redis_url = _redis_url()
+        self._redis = None
+        if (ratelimiter is None or cache is None) and redis_url:
+            import redis.asyncio as aioredis
+
+            self._redis = aioredis.from_url(redis_url)
+        if ratelimiter is None:
+            ratelimiter = RedisBuckets(self._redis) if self._redis is not None else LocalBuckets(clock or time.monotonic)
+        self.ratelimiter = ratelimiter
+        self.cache = cache or UpstreamCache(cfg.cache, redis_client=self._redis, clock=clock or time.time)
+        self.http = UpstreamHttp(cfg, buckets=ratelimiter, transport=transport,
+                                 sleep=sleep or asyncio.sleep, clock=clock or time.monotonic)
+        self.breaker = GraphQLBreaker(failures=cfg.eco.graphql_breaker_failures,
+                                      cooldown_s=cfg.eco.graphql_breaker_cooldown_s, clock=clock or time.time)
+
+    async def aclose(self) -> None:
+        await self.cache.drain()
+        await self.http.aclose()
+        if self._redis is not None:
+            await self._redis.aclose()
+
+    @property
+    def closed(self) -> bool:
+        return self.http.closed
+
+    # ------------------------------------------------------------------ core
+    def _url(self, path: str) -> str:
+        return self.cfg.eco.base_url + path
+
+    def _key(self, call: Call, token: str | None) -> str:
+        # Token-only data is per token (its hash); public data is shared by every caller.
+        scope = token_hash(token) if call.token_only else "public"
+        raw = json.dumps([call.method, call.url, sorted((call.params or {}).items()), call.json],
+                         sort_keys=True, default=str)
+        return f"v1:{scope}:{call.endpoint}:{hashlib.sha256(raw.encode()).hexdigest()[:32]}"
+
+    async def _fetch(self, call: Call, model: type[M], ttl_s: float) -> M:
+        token = self.http.token_for(call)  # auth_required here, before any request
+        parsed: dict[int, M] = {}
+
+        async def fetch() -> bytes:
+            resp = await self.http.request(call, token=token)
+            parsed[id(resp.content)] = self._parse(call.endpoint, model, resp.content)
+            return resp.content
+
+        hit = await self.cache.get_or_fetch(self._key(call, token), ttl_s, fetch)
+        acct = context.current()
+        if acct is not None:
+            acct.cache_hits += int(hit.hit)
+            acct.stale_served = acct.stale_served or hit.stale
+        return parsed.get(id(hit.value)) or self._parse(call.endpoint, model, hit.value)
+
+    @staticmethod
+    def _parse(endpoint: str, model: type[M], content: bytes) -> M:
+        try:
+            return model.model_validate_json(content)
+        except (ValidationError, ValueError) as exc:
+            raise mapping.unexpected_body(endpoint, exc) from None
+
+    async def _get(self, path: str, endpoint: str, model: type[M], *, ttl: str, kind: Kind = "detail",
+                   params: dict[str, Any] | None = None, token_only: bool = False) -> M:
+        call = Call("GET", self._url(path), endpoint, kind=kind, params=params, token_only=token_only)
+        return await self._fetch(call, model, getattr(self.cfg.cache.ttl_s, ttl))
+
+    # ------------------------------------------------------------------ products and sites
+    async def products(self, release: str | None = None) -> list[m.Product]:
+        env = await self._get("/products", "/products", m.DataEnvelope[list[m.Product]], ttl="catalog",
+                              kind="catalog", params={"release": release})
+        return env.data
+
+    async def product(self, code: str, release: str | None = None) -> m.Product:
+        env = await self._get(f"/products/{_seg(code)}", "/products/{productCode}", m.DataEnvelope[m.Product],
+                              ttl="detail", params={"release": release})
+        return env.data
+
+    async def sites(self, release: str | None = None) -> list[m.Site]:
+        env = await self._get("/sites", "/sites", m.DataEnvelope[list[m.Site]], ttl="catalog", kind="catalog",
+                              params={"release": release})
+        return env.data
+
+    async def site(self, code: str, release: str | None = None) -> m.Site:
+        env = await self._get(f"/sites/{_seg(code)}", "/sites/{siteCode}", m.DataEnvelope[m.Site], ttl="detail",
+                              params={"release": release})
+        return env.data
+
+    # ------------------------------------------------------------------ releases
+    async def releases(self) -> list[m.Release]:
+        env = await self._get("/releases", "/releases", m.DataEnvelope[list[m.Release]], ttl="releases")
+        return env.data
+
+    async def release(self, tag_or_uuid: str) -> m.Release:
+        env = await self._get(f"/releases/{_seg(tag_or_uuid)}", "/releases/{releaseIdentifier}",
+                              m.DataEnvelope[m.Release], ttl="releases")
+        return env.data
+
+    async def release_product(self, tag: str, code: str) -> m.Product:
+        """The product as published in release `tag` (same shape as /products/{code})."""
+        env = await self._get(f"/releases/{_seg(tag)}/products/{_seg(code)}",
+                              "/releases/{releaseTag}/products/{productCode}", m.DataEnvelope[m.Product],
+                              ttl="releases")
+        return env.data
+
+    async def release_site(self, tag: str, code: str) -> m.Site:
+        """The site as published in release `tag` (same shape as /sites/{code})."""
+        env = await self._get(f"/releases/{_seg(tag)}/sites/{_seg(code)}", "/releases/{releaseTag}/sites/{siteCode}",
+                              m.DataEnvelope[m.Site], ttl="releases")
+        return env.data
+
+    # ------------------------------------------------------------------ locations
+    async def location(self, name: str, *, hierarchy: bool = False, location_type: str | None = None,
+                       history: bool = False) -> m.Location:
+        params = {"hierarchy": True if hierarchy else None, "locationType": location_type,
+                  "history": True if history else None}
+        kind: Kind = "catalog" if hierarchy else "detail"  # a whole site's tree can be megabytes
+        env = await self._get(f"/locations/{_seg(name)}", "/locations/{locationName}", m.DataEnvelope[m.Location],
+                              ttl="locations", kind=kind, params=params)
+        return env.data
+
+    async def location_sites(self) -> list[m.Location]:
+        env = await self._get("/locations/sites", "/locations/sites", m.DataEnvelope[list[m.Location]],
+                              ttl="locations", kind="catalog")
+        return env.data
+
+    # ------------------------------------------------------------------ taxonomy
+    async def taxonomy(self, *, filters: dict[str, Any], offset: int = 0, limit: int = 25,
+                       verbose: bool = False) -> m.TaxonomyPage:
+        """`filters` uses NEON's parameter names (taxonTypeCode, family, scientificname, ...)."""
+        params = {**filters, "verbose": verbose, "offset": offset, "limit": limit}
+        return await self._get("/taxonomy", "/taxonomy", m.TaxonomyPage, ttl="taxonomy", params=params)
+
+    # ------------------------------------------------------------------ samples
+    async def supported_sample_classes(self) -> m.SupportedClasses:
+        env = await self._get("/samples/supportedClasses", "/samples/supportedClasses",
+                              m.DataEnvelope[m.SupportedClasses], ttl="samples_classes")
+        return env.data
+
+    async def sample_classes(self, sample_tag: str) -> m.SampleClasses:
+        """Classes of one tag; NEON answers 404 for a tag with none, which is an empty list."""
+        try:
+            env = await self._get("/samples/classes", "/samples/classes", m.DataEnvelope[m.SampleClasses],
+                                  ttl="samples_classes", params={"sampleTag": sample_tag})
+        except EcoError as exc:
+            if exc.code == "not_found" and exc.details.get("upstreamStatus") == 404:
+                return m.SampleClasses(sample_classes=[])
+            raise
+        return env.data
+
+    async def sample_view(self, *, sample_tag: str | None = None, sample_class: str | None = None,
+                          sample_uuid: str | None = None, barcode: str | None = None,
+                          archive_guid: str | None = None) -> m.SampleViews:
+        """Token-only. Exactly one identifier (tag with optional class, uuid, barcode, GUID)."""
+        params = {"sampleTag": sample_tag, "sampleClass": sample_class, "sampleUuid": sample_uuid,
+                  "barcode": barcode, "archiveGuid": archive_guid}
+        env = await self._get("/samples/view", "/samples/view", m.DataEnvelope[m.SampleViews], ttl="samples_view",
+                              params=params, token_only=True)
+        return env.data
+
+    async def sample_download(self, *, degree: int, sample_tag: str | None = None, sample_class: str | None = None,
+                              sample_uuid: str | None = None, barcode: str | None = None,
+                              archive_guid: str | None = None) -> m.SampleViews:
+        """Token-only: the sample and its relatives up to `degree` steps away."""
+        params = {"sampleTag": sample_tag, "sampleClass": sample_class, "sampleUuid": sample_uuid,
+                  "barcode": barcode, "archiveGuid": archive_guid, "degree": degree}
+        env = await self._get("/samples/download", "/samples/download", m.DataEnvelope[m.SampleViews],
+                              ttl="samples_view", params=params, token_only=True)
+        return env.data
+
+    # ------------------------------------------------------------------ prototype datasets
+    async def prototype_datasets(self) -> list[m.PrototypeDataset]:
+        env = await self._get("/prototype/datasets", "/prototype/datasets",
+                              m.DataEnvelope[list[m.PrototypeDataset]], ttl="prototype", kind="catalog")
+        return env.data
+
+    async def prototype_dataset(self, uuid: str) -> m.PrototypeDataset:
+        env = await self._get(f"/prototype/datasets/{_seg(uuid)}", "/prototype/datasets/{uuid}",
+                              m.DataEnvelope[m.PrototypeDataset], ttl="prototype")
+        return env.data
+
+    async def prototype_data(self, uuid: str) -> m.PrototypeData:
+        env = await self._get(f"/prototype/data/{_seg(uuid)}", "/prototype/data/{uuid}",
+                              m.DataEnvelope[m.PrototypeData], ttl="prototype")
+        return env.data
+
+    # ------------------------------------------------------------------ data files (token-only)
+    async def data_listing(self, product: str, site: str, month: str, *, package: str | None = None,
+                           release: str | None = None) -> m.DataListing:
+        path = f"/data/{_seg(product)}/{_seg(site)}/{_seg(month)}"
+        env = await self._get(path, "/data/{productCode}/{siteCode}/{yearMonth}", m.DataEnvelope[m.DataListing],
+                              ttl="data", params={"package": package, "release": release}, token_only=True)
+        return env.data
+
+    async def data_query(self, query: m.DataQueryRequest) -> m.DataQueryResult:
+        call = Call("POST", self._url("/data/query"), "/data/query", json=query.body(), token_only=True)
+        env = await self._fetch(call, m.DataEnvelope[m.DataQueryResult], self.cfg.cache.ttl_s.data)
+        return env.data
+
+    # ------------------------------------------------------------------ documents
+    async def document_head(self, spec_number: str) -> m.DocumentHead:
+        call = Call("HEAD", self._url(f"/documents/{_seg(spec_number)}"), "/documents/{specNumber}")
+        token = self.http.token_for(call)
+
+        async def fetch() -> dict[str, Any]:
+            resp = await self.http.request(call, token=token)
+            return _document_head(spec_number, call.url, resp.headers).model_dump()
+
+        hit = await self.cache.get_or_fetch(self._key(call, token), self.cfg.cache.ttl_s.documents, fetch)
+        self._count(hit.hit, hit.stale)
+        return m.DocumentHead.model_validate(hit.value)
+
+    async def document(self, spec_number: str, *, max_bytes: int | None = None) -> m.Document:
+        """The document's bytes (not cached: up to 25 MiB). Larger than `max_bytes`:
+        result_too_large, decided from content-length or while streaming."""
+        call = Call("GET", self._url(f"/documents/{_seg(spec_number)}"), "/documents/{specNumber}", kind="download",
+                    headers={"Accept": "*/*"})
+        token = self.http.token_for(call)
+        resp = await self.http.request(call, token=token, stream=True)
+        try:
+            head = _document_head(spec_number, call.url, resp.headers)
+            if max_bytes is not None and head.size is not None and head.size > max_bytes:
+                raise _too_large(spec_number, head.size, max_bytes)
+            chunks, total = [], 0
+            async for chunk in resp.aiter_bytes():
+                total += len(chunk)
+                if max_bytes is not None and total > max_bytes:
+                    raise _too_large(spec_number, total, max_bytes)
+                chunks.append(chunk)
+        except httpx.HTTPError as exc:
+            raise mapping.from_transport(exc, endpoint=call.endpoint) from None
+        finally:
+            await resp.aclose()
+        return m.Document(**head.model_dump(), content=b"".join(chunks))
+
+    def _count(self, hit: bool, stale: bool) -> None:
+        acct = context.current()
+        if acct is not None:
+            acct.cache_hits += int(hit)
+            acct.stale_served = acct.stale_served or stale
+
+    # ------------------------------------------------------------------ GraphQL
+    @property
+    def graphql_available(self) -> bool:
+        """False while the breaker is open: callers then use REST."""
+        return self.cfg.eco.prefer_graphql and not self.breaker.is_open
+
+    def breaker_state(self) -> dict[str, Any]:
+        return self.breaker.state()
+
+    async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: type[M] | None = None,
+                      operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
+                      send_token: bool | None = None) -> Any:
+        """`data` of a GraphQL reply, parsed into `model` when given. Never cached.
+        `use_breaker=False` for callers' own queries (eco_graphql): their mistakes must not
+        switch the catalogs to REST. `send_token=False` never sends the token."""
+        if use_breaker and self.breaker.is_open:
+            raise EcoError("upstream_unavailable", "GraphQL is paused after repeated failures; use REST",
+                           details={"endpoint": "/graphql", "breaker": self.breaker.state()})
+        body: dict[str, Any] = {"query": query}
+        if variables:
+            body["variables"] = variables
+        if operation_name:
+            body["operationName"] = operation_name
+        call = Call("POST", self.cfg.eco.graphql_url, "/graphql", kind=kind, json=body, send_token=send_token)
+        try:
+            resp = await self.http.request(call, token=self.http.token_for(call))
+            envelope = self._parse("/graphql", m.GraphQLResponse, resp.content)
+            if envelope.errors:
+                raise mapping.graphql_errors(envelope.errors)
+            if envelope.data is None:
+                raise EcoError("upstream_error", "/graphql: reply has neither data nor errors",
+                               details={"endpoint": "/graphql", "reason": "unexpected_body"})
+            result: Any = envelope.data
+            if model is not None:
+                try:
+                    result = model.model_validate(envelope.data)
+                except ValidationError as exc:
+                    raise mapping.unexpected_body("/graphql", exc) from None
+        except EcoError as exc:
+            if use_breaker and exc.code in BREAKER_CODES:
+                self.breaker.record_failure()
+            raise
+        if use_breaker:
+            self.breaker.record_success()
+        return result
+
+    # ------------------------------------------------------------------ status
+    def cache_info(self) -> dict[str, Any]:
+        return self.cache.info()
+
+    def rate_limit_info(self) -> dict[str, Any]:
+        """Headroom for the current identity (the token this call would use, else anonymous)."""
+        token = self.http.available_token()
+        identity = token_hash(token)
+        seen = self.http.headroom.get(identity)
+        budget = budget_for(self.cfg.eco.rate_limit, with_token=token is not None,
+                            upstream_limit=seen.limit if seen else None)
+        return {
+            "identity": identity,
+            "backend": self.ratelimiter.backend,
+            "limit": seen.limit if seen else None,
+            "remaining": seen.remaining if seen else None,
+            "resetSeconds": seen.reset_s if seen else None,
+            "budgetBurst": round(budget.capacity, 2),
+            "budgetPerSecond": round(budget.rate, 3),
+            "lowWater": self.cfg.eco.rate_limit.low_water,
+        }
+
+
+def _document_head(spec_number: str, url: str, headers: httpx.Headers) -> m.DocumentHead:
+    length = headers.get("content-length")
+    filename = None
+    disposition = headers.get("content-disposition", "")
+    if "filename=" in disposition:
+        filename = disposition.split("filename=", 1)[1].split(";")[0].strip().strip('"') or None
+    return m.DocumentHead(spec_number=spec_number, url=url, content_type=headers.get("content-type"),
+                          size=int(length) if length and length.isdigit() else None, filename=filename)
+
+
+def _too_large(spec_number: str, size: int, max_bytes: int) -> EcoError:
+    return EcoError("result_too_large", f"document {spec_number} is larger than {max_bytes} bytes",
+                    details={"size": size, "maxBytes": max_bytes})
+
+
+# ---------------------------------------------------------------------- process-wide
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, UpstreamClient] = weakref.WeakKeyDictionary()
+
+
+def get_client() -> UpstreamClient:
+    """The shared client for the running event loop (httpx clients cannot cross loops),
+    built from the active configuration on first use."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None or client.closed:
+        client = _clients[loop] = UpstreamClient(get_config())
+    return client
+
+
+async def close_clients() -> None:
+    """Close the running loop's shared client; forget the others (their loops are gone)."""
+    loop = asyncio.get_running_loop()
+    client = _clients.pop(loop, None)
+    _clients.clear()
+    if client is not None:
+        await client.aclose()

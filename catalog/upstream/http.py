@@ -1,0 +1,246 @@
+"""The one place that sends HTTP requests to NEON: tokens, timeouts, concurrency, rate limits,
+retries, redirects, error mapping and per-call accounting.
+
+    request(Call) ─┬─ token for this call (context.current(), else the configured one on stdio)
+                   │   token-only endpoint and none -> auth_required, before any request
+                   ├─ take from the identity's bucket (wait, or rate_limited past max_wait_s)
+                   ├─ send (≤ eco.max_concurrency in flight), follow redirects by hand so the
+                   │   token header goes only to the upstream host, never to storage hosts
+                   ├─ fold x-ratelimit-* into the bucket and into the call's accounting
+                   └─ 2xx: done · 429: wait retryafter and retry · 5xx/timeout/reset: back off
+                      0.5·2^n (≤ backoff_max_s) and retry · then map to the spec's error code
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from catalog.upstream import context, mapping
+from catalog.upstream.ratelimit import Buckets, Budget, Headroom, budget_for, retry_after_from
+from eco_service import __version__
+from eco_service.config import EcoConfig
+from eco_service.errors import EcoError
+from eco_service.redact import register_secret, token_hash
+
+log = logging.getLogger("eco.upstream")
+
+Kind = Literal["catalog", "detail", "download"]
+TOKEN_HEADER = "X-API-Token"
+MAX_REDIRECTS = 5
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    url: str
+    endpoint: str  # the path template, for messages and accounting (never a query string)
+    kind: Kind = "detail"
+    params: dict[str, Any] | None = None
+    json: Any = None
+    token_only: bool = False
+    send_token: bool | None = None  # None: by policy; False: never (eco_graphql)
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _params(params: dict[str, Any] | None) -> dict[str, str] | None:
+    if not params:
+        return None
+    out = {}
+    for k, v in params.items():
+        if v is None:
+            continue
+        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+    return out or None
+
+
+def user_agent(cfg: EcoConfig) -> str:
+    base = f"eco-mcp/{__version__} (+https://github.com/eco-mcp; python-httpx/{httpx.__version__})"
+    return f"{base} {cfg.eco.user_agent_suffix}" if cfg.eco.user_agent_suffix else base
+
+
+class UpstreamHttp:
+    def __init__(
+        self,
+        cfg: EcoConfig,
+        *,
+        buckets: Buckets,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.cfg = cfg
+        self.buckets = buckets
+        self._sleep = sleep
+        self._clock = clock
+        self._sem = asyncio.Semaphore(cfg.eco.max_concurrency)
+        self._upstream_hosts = {urlsplit(cfg.eco.base_url).netloc.lower(), urlsplit(cfg.eco.graphql_url).netloc.lower()}
+        self.headroom: dict[str, Headroom] = {}
+        self.requests_sent = 0
+        self._client = httpx.AsyncClient(
+            transport=transport,
+            follow_redirects=False,
+            headers={"User-Agent": user_agent(cfg), "Accept": "application/json"},
+            limits=httpx.Limits(max_connections=cfg.eco.max_concurrency + 2,
+                                max_keepalive_connections=cfg.eco.max_concurrency),
+            timeout=self.timeout("detail"),
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    @property
+    def closed(self) -> bool:
+        return self._client.is_closed
+
+    def timeout(self, kind: Kind) -> httpx.Timeout:
+        eco = self.cfg.eco
+        read = {"catalog": eco.catalog_read_timeout_s, "detail": eco.read_timeout_s,
+                "download": eco.download_read_timeout_s}[kind]
+        return httpx.Timeout(read, connect=eco.connect_timeout_s, pool=eco.connect_timeout_s + read)
+
+    # ------------------------------------------------------------------ tokens
+    def available_token(self) -> str | None:
+        """The token this call may use: the gateway's choice inside a call scope; outside one
+        (stdio, Celery, --check) the configured token. Over HTTP an anonymous caller stays
+        anonymous: lending the operator's token is the gateway's decision, not ours."""
+        acct = context.current()
+        if acct is not None and acct.token:
+            return acct.token
+        if acct is not None and self.cfg.is_http:
+            return None
+        token = self.cfg.eco.api_token.reveal() if self.cfg.eco.api_token else None
+        register_secret(token)
+        return token
+
+    def token_for(self, call: Call) -> str | None:
+        """The token to attach to `call`, or None; auth_required for a token-only call without one."""
+        token = self.available_token()
+        if call.token_only:
+            if not token:
+                raise EcoError("auth_required", f"{call.endpoint} needs an upstream API token and none is set",
+                               details={"endpoint": call.endpoint})
+            return token
+        if call.send_token is False or not token:
+            return None
+        return token if self.cfg.token_for_public_endpoints else None
+
+    def _is_upstream(self, url: httpx.URL) -> bool:
+        return url.netloc.decode().lower() in self._upstream_hosts
+
+    # ------------------------------------------------------------------ request
+    async def request(self, call: Call, *, token: str | None = None, stream: bool = False) -> httpx.Response:
+        """Send `call` with retries; a 2xx response or an EcoError. With stream=True the body
+        is not read: the caller must `aclose()` the response."""
+        identity = token_hash(token)
+        retries = self.cfg.eco.retries
+        last: EcoError | None = None
+        for attempt in range(retries.max_attempts):
+            budget = self._budget(identity, token)
+            await self._acquire(identity, budget, call.endpoint)
+            try:
+                async with self._sem:
+                    resp = await self._send(call, token, stream=stream)
+            except httpx.HTTPError as exc:
+                last = mapping.from_transport(exc, endpoint=call.endpoint)
+                log.info("upstream %s %s failed: %s (attempt %d)", call.method, call.endpoint, type(exc).__name__, attempt + 1)
+            else:
+                await self._observe(identity, budget, resp)
+                if resp.is_success:
+                    return resp
+                if stream:
+                    await resp.aread()
+                    await resp.aclose()
+                if resp.status_code == 429:
+                    wait = retry_after_from(resp.headers, retries.retry_after_default_s)
+                    await self.buckets.observe(identity, budget, remaining=0, reset_s=wait, low_water=0)
+                    last = mapping.rate_limited(call.endpoint, wait)
+                    if wait > self.cfg.eco.rate_limit.max_wait_s:
+                        raise last
+                    continue  # the bucket now holds the next attempt back for `wait`
+                last = mapping.from_status(resp, endpoint=call.endpoint, token_sent=token is not None)
+                if resp.status_code < 500:
+                    raise last
+            if attempt + 1 < retries.max_attempts:
+                await self._sleep(min(retries.backoff_base_s * 2**attempt, retries.backoff_max_s))
+        assert last is not None
+        raise last
+
+    async def _send(self, call: Call, token: str | None, *, stream: bool) -> httpx.Response:
+        url = httpx.URL(call.url)
+        method, params, body = call.method, _params(call.params), call.json
+        for _ in range(MAX_REDIRECTS + 1):
+            headers = dict(call.headers)
+            if token and self._is_upstream(url):
+                headers[TOKEN_HEADER] = token
+            request = self._client.build_request(method, url, params=params, json=body, headers=headers,
+                                                 timeout=self.timeout(call.kind))
+            started = self._clock()
+            resp = await self._client.send(request, stream=stream)
+            self._account(call, resp, started)
+            if not resp.is_redirect:
+                return resp
+            location = resp.headers.get("location", "")
+            if stream:
+                await resp.aclose()
+            # The next hop carries its own query (if any); a 303 turns into a GET.
+            url = httpx.URL(urljoin(str(resp.url), location))
+            params = None
+            if resp.status_code == 303 or (resp.status_code in (301, 302) and method == "POST"):
+                method, body = "GET", None
+        raise EcoError("upstream_error", f"{call.endpoint}: too many redirects", details={"endpoint": call.endpoint})
+
+    def _account(self, call: Call, resp: httpx.Response, started: float) -> None:
+        self.requests_sent += 1
+        acct = context.current()
+        if acct is not None:
+            acct.requests += 1
+            acct.endpoints.append(f"{call.method} {call.endpoint}")
+        log.debug("upstream %s %s -> %s in %.0f ms", call.method, call.endpoint, resp.status_code,
+                  (self._clock() - started) * 1000)
+
+    # ------------------------------------------------------------------ rate limits
+    def _budget(self, identity: str, token: str | None) -> Budget:
+        seen = self.headroom.get(identity)
+        return budget_for(self.cfg.eco.rate_limit, with_token=token is not None,
+                          upstream_limit=seen.limit if seen else None)
+
+    async def _acquire(self, identity: str, budget: Budget, endpoint: str) -> None:
+        waited = 0.0
+        max_wait = self.cfg.eco.rate_limit.max_wait_s
+        while True:
+            wait = await self.buckets.take(identity, budget)
+            if wait <= 0:
+                return
+            if waited + wait > max_wait:
+                raise mapping.rate_limited(endpoint, wait)
+            await self._sleep(wait)
+            waited += wait
+
+    async def _observe(self, identity: str, budget: Budget, resp: httpx.Response) -> None:
+        limit = _int_header(resp.headers, "x-ratelimit-limit")
+        remaining = _int_header(resp.headers, "x-ratelimit-remaining")
+        reset = _int_header(resp.headers, "x-ratelimit-reset")
+        if remaining is None:
+            return
+        self.headroom[identity] = Headroom(limit=limit, remaining=remaining, reset_s=reset, seen_at=self._clock())
+        acct = context.current()
+        if acct is not None:
+            acct.rate_limit_remaining, acct.rate_limit_limit = remaining, limit
+        await self.buckets.observe(identity, budget, remaining=remaining, reset_s=float(reset or 1),
+                                   low_water=self.cfg.eco.rate_limit.low_water)
+
+
+def _int_header(headers: httpx.Headers, name: str) -> int | None:
+    raw = headers.get(name)
+    try:
+        return int(float(raw)) if raw is not None else None
+    except ValueError:
+        return None

@@ -1,0 +1,78 @@
+"""Fixtures for the upstream client: a fake clock whose sleep advances time (no real waits),
+NEON-shaped canned replies for httpx.MockTransport, and a client factory."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from catalog.upstream.cache import UpstreamCache, locmem_backend
+from catalog.upstream.client import UpstreamClient
+from catalog.upstream.ratelimit import LocalBuckets
+from eco_service.config import EcoConfig, load_config
+
+SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "upstream_samples"
+CANARY = "canary-token-6f1d2a9b7c3e4d5f8a0b"
+OK_HEADERS = {"content-type": "application/json", "x-ratelimit-limit": "200", "x-ratelimit-remaining": "197",
+              "x-ratelimit-reset": "2"}
+
+
+def sample(rel: str) -> bytes:
+    return (SAMPLES / rel).read_bytes()
+
+
+def reply(status: int = 200, body: bytes | dict | None = None, headers: dict[str, str] | None = None) -> httpx.Response:
+    content = json.dumps(body).encode() if isinstance(body, dict) else (body or b"")
+    return httpx.Response(status, content=content, headers={**OK_HEADERS, **(headers or {})})
+
+
+class FakeClock:
+    """Monotonic and wall clock in one; `sleep` moves time forward instead of waiting."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def make_cfg(env: dict[str, str] | None = None) -> EcoConfig:
+    return load_config(env=env or {}, warn=False)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def client_factory(clock: FakeClock) -> AsyncIterator[Callable[..., UpstreamClient]]:
+    """make(handler_or_transport, cfg=None, **kw) -> UpstreamClient on a fake clock with an
+    in-process bucket and an emptied cache; closed after the test."""
+    made: list[UpstreamClient] = []
+
+    def make(handler: Any = None, cfg: EcoConfig | None = None, **kw: Any) -> UpstreamClient:
+        cfg = cfg or make_cfg()
+        transport = handler if isinstance(handler, httpx.AsyncBaseTransport) or handler is None \
+            else httpx.MockTransport(handler)
+        kw.setdefault("ratelimiter", LocalBuckets(clock))
+        kw.setdefault("cache", UpstreamCache(cfg.cache, backend=locmem_backend(cfg.cache.max_entries, "eco-test"),
+                                             clock=clock))
+        client = UpstreamClient(cfg, transport=transport, clock=clock, sleep=clock.sleep, **kw)
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        await client.cache.clear()
+        await client.aclose()
