@@ -19,14 +19,14 @@ def healthz(transport: Literal["stdio", "http"]) -> dict[str, Any]:
     return {"status": "ok", "version": __version__, "protocolVersion": LATEST_MODERN_VERSION, "transport": transport}
 
 
-async def readyz() -> tuple[int, dict[str, Any]]:
+async def readyz(cfg: EcoConfig) -> tuple[int, dict[str, Any]]:
     # The catalog reads the database: keep the ORM off the event loop.
-    ready, body = await to_thread.run_sync(ports.readiness)
+    ready, body = await to_thread.run_sync(ports.readiness, cfg)
     return (200 if ready else 503), body
 
 
-async def catalog_status() -> dict[str, Any]:
-    return await to_thread.run_sync(ports.catalog_status)
+async def catalog_status(cfg: EcoConfig) -> dict[str, Any]:
+    return await to_thread.run_sync(ports.catalog_status, cfg)
 
 
 async def api_check(cfg: EcoConfig) -> dict[str, Any]:

@@ -97,7 +97,7 @@ class EcoHttpApp:
         elif path == "/healthz":
             await _send_json(send_with_id, 200, health.healthz("http"))
         elif path == "/readyz":
-            status, body = await health.readyz()
+            status, body = await health.readyz(self.cfg)
             await _send_json(send_with_id, status, body)
         elif self.django_app is not None:
             await self.django_app(scope, receive, send_with_id)

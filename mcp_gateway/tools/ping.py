@@ -91,7 +91,7 @@ def _rate_limit(raw: object) -> RateLimitInfo | None:
 
 async def ping(args: PingInput, call: CallContext) -> PingOutput:
     cfg = call.cfg
-    catalog = _catalog(await health.catalog_status())
+    catalog = _catalog(await health.catalog_status(cfg))
     api, rate = None, None
     if args.check_api:
         verdict = await health.api_check(cfg)

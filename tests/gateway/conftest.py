@@ -61,12 +61,12 @@ def fake_catalog(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The catalog's status functions, faked: flip state["ready"] to warm it up."""
     state: dict[str, Any] = {"ready": False, "prewarmed": 0}
 
-    def catalog_status() -> dict[str, Any]:
+    def catalog_status(cfg: Any = None) -> dict[str, Any]:
         entry = {"count": 200 if state["ready"] else 0, "ageSeconds": 5 if state["ready"] else None,
                  "source": "graphql" if state["ready"] else None, "stale": not state["ready"]}
         return {"ready": state["ready"], "products": dict(entry), "sites": dict(entry)}
 
-    def readiness() -> tuple[bool, dict[str, Any]]:
+    def readiness(cfg: Any = None) -> tuple[bool, dict[str, Any]]:
         if not state["ready"]:
             return False, {"status": "warming"}
         return True, {"status": "ready", "catalogs": catalog_status(), "degraded": False, "tokenConfigured": False}
