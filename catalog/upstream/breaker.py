@@ -12,6 +12,7 @@ which costs at most `graphql_breaker_failures` failed requests per process.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ class GraphQLBreaker:
         self._clock = clock
         self._consecutive = 0
         self._open_until: float | None = None
+        self._lock = threading.Lock()  # shared by every event loop of the process
 
     def _expire(self) -> None:
         if self._open_until is not None and self._clock() >= self._open_until:
@@ -33,21 +35,25 @@ class GraphQLBreaker:
 
     @property
     def is_open(self) -> bool:
-        self._expire()
-        return self._open_until is not None
+        with self._lock:
+            self._expire()
+            return self._open_until is not None
 
     def record_success(self) -> None:
-        self._expire()
-        self._consecutive = 0
+        with self._lock:
+            self._expire()
+            self._consecutive = 0
 
     def record_failure(self) -> None:
-        self._expire()
-        self._consecutive += 1
-        if self._consecutive >= self._threshold and self._open_until is None:
-            self._open_until = self._clock() + self._cooldown
+        with self._lock:
+            self._expire()
+            self._consecutive += 1
+            if self._consecutive >= self._threshold and self._open_until is None:
+                self._open_until = self._clock() + self._cooldown
 
     def state(self) -> dict[str, Any]:
-        self._expire()
+        with self._lock:
+            self._expire()
         open_until = None
         if self._open_until is not None:
             open_until = datetime.fromtimestamp(self._open_until, UTC).isoformat().replace("+00:00", "Z")

@@ -13,11 +13,12 @@ GraphQL is never cached and goes through the breaker (`breaker.py`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -60,6 +61,7 @@ class UpstreamClient:
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         ratelimiter: Buckets | None = None,
         cache: UpstreamCache | None = None,
+        breaker: GraphQLBreaker | None = None,
     ) -> None:
         self.cfg = cfg
         redis_url = _redis_url()
@@ -74,8 +76,9 @@ class UpstreamClient:
         self.cache = cache or UpstreamCache(cfg.cache, redis_client=self._redis, clock=clock or time.time)
         self.http = UpstreamHttp(cfg, buckets=ratelimiter, transport=transport,
                                  sleep=sleep or asyncio.sleep, clock=clock or time.monotonic)
-        self.breaker = GraphQLBreaker(failures=cfg.eco.graphql_breaker_failures,
-                                      cooldown_s=cfg.eco.graphql_breaker_cooldown_s, clock=clock or time.time)
+        self.breaker = breaker or GraphQLBreaker(failures=cfg.eco.graphql_breaker_failures,
+                                                 cooldown_s=cfg.eco.graphql_breaker_cooldown_s,
+                                                 clock=clock or time.time)
 
     async def aclose(self) -> None:
         await self.cache.drain()
@@ -192,6 +195,13 @@ class UpstreamClient:
         params = {**filters, "verbose": verbose, "offset": offset, "limit": limit}
         return await self._get("/taxonomy", "/taxonomy", m.TaxonomyPage, ttl="taxonomy", params=params)
 
+    async def probe(self) -> m.TaxonomyPage:
+        """One uncached ~1 KB request (`--check`, `eco_ping(check_api=true)`): a cached answer
+        would say nothing about whether NEON is reachable now."""
+        call = Call("GET", self._url("/taxonomy"), "/taxonomy", params={"taxonTypeCode": "TICK", "limit": 1})
+        resp = await self.http.request(call, token=self.http.token_for(call))
+        return self._parse(call.endpoint, m.TaxonomyPage, resp.content)
+
     # ------------------------------------------------------------------ samples
     async def supported_sample_classes(self) -> m.SupportedClasses:
         env = await self._get("/samples/supportedClasses", "/samples/supportedClasses",
@@ -257,6 +267,34 @@ class UpstreamClient:
         call = Call("POST", self._url("/data/query"), "/data/query", json=query.body(), token_only=True)
         env = await self._fetch(call, m.DataEnvelope[m.DataQueryResult], self.cfg.cache.ttl_s.data)
         return env.data
+
+    async def data_file_url(self, product: str, site: str, month: str, filename: str, *,
+                            release: str | None = None) -> str:
+        """Token-only: the signed URL of one data file (NEON answers with a redirect to it).
+        The redirect is not followed, so the token never leaves the upstream host."""
+        prefix = f"/releases/{_seg(release)}" if release else ""
+        call = Call("GET", self._url(f"{prefix}/data/{_seg(product)}/{_seg(site)}/{_seg(month)}/{_seg(filename)}"),
+                    "/data/{productCode}/{siteCode}/{yearMonth}/{filename}", token_only=True, follow_redirects=False)
+        resp = await self.http.request(call, token=self.http.token_for(call))
+        location = resp.headers.get("location")
+        if not resp.is_redirect or not location:
+            raise EcoError("upstream_error", f"{call.endpoint}: expected a redirect to the file",
+                           details={"endpoint": call.endpoint, "upstreamStatus": resp.status_code})
+        return location
+
+    @contextlib.asynccontextmanager
+    async def stream(self, url: str, *, token_only: bool = False, method: str = "GET",
+                     host_allowed: Callable[[str], bool] | None = None) -> AsyncIterator[httpx.Response]:
+        """A streamed download through the chokepoint (rate limits, retries before the first
+        byte, accounting). The token goes only to the upstream host: signed storage URLs and
+        redirects to them get none. `host_allowed` vets every hop (download allow-list)."""
+        call = Call(method, url, _endpoint_of(url, self.cfg.eco.base_url), kind="download", token_only=token_only,
+                    headers={"Accept": "*/*"}, host_allowed=host_allowed)
+        resp = await self.http.request(call, token=self.http.token_for(call), stream=True)
+        try:
+            yield resp
+        finally:
+            await resp.aclose()
 
     # ------------------------------------------------------------------ documents
     async def document_head(self, spec_number: str) -> m.DocumentHead:
@@ -369,6 +407,15 @@ class UpstreamClient:
         }
 
 
+def _endpoint_of(url: str, base_url: str) -> str:
+    """A path for messages and accounting: upstream paths relative to the base, other hosts
+    by host only (signed URLs carry credentials in their query, and paths can be long)."""
+    parsed = httpx.URL(url)
+    if url.startswith(base_url):
+        return parsed.path[len(httpx.URL(base_url).path):] or "/"
+    return f"storage:{parsed.host}"
+
+
 def _document_head(spec_number: str, url: str, headers: httpx.Headers) -> m.DocumentHead:
     length = headers.get("content-length")
     filename = None
@@ -385,17 +432,48 @@ def _too_large(spec_number: str, size: int, max_bytes: int) -> EcoError:
 
 
 # ---------------------------------------------------------------------- process-wide
+# httpx and redis clients belong to one event loop, so there is one client per loop; what must
+# outlive a loop (Celery runs each task in a fresh one) is shared by the whole process: the
+# breaker and, without Redis, the rate-limit buckets. Both are rebuilt when the config changes.
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, UpstreamClient] = weakref.WeakKeyDictionary()
+_shared: dict[str, Any] = {}
+_closing: set[asyncio.Task[None]] = set()
+
+
+def _process_parts(cfg: EcoConfig) -> tuple[GraphQLBreaker, LocalBuckets]:
+    if _shared.get("cfg") is not cfg:
+        _shared.update(cfg=cfg, buckets=LocalBuckets(),
+                       breaker=GraphQLBreaker(failures=cfg.eco.graphql_breaker_failures,
+                                              cooldown_s=cfg.eco.graphql_breaker_cooldown_s))
+    return _shared["breaker"], _shared["buckets"]
 
 
 def get_client() -> UpstreamClient:
-    """The shared client for the running event loop (httpx clients cannot cross loops),
-    built from the active configuration on first use."""
+    """The shared client for the running event loop, built from the active configuration
+    on first use (and again after `set_config()` installs another one)."""
     loop = asyncio.get_running_loop()
+    cfg = get_config()
     client = _clients.get(loop)
-    if client is None or client.closed:
-        client = _clients[loop] = UpstreamClient(get_config())
+    if client is None or client.closed or client.cfg is not cfg:
+        if client is not None and not client.closed:
+            stale = loop.create_task(client.aclose())
+            _closing.add(stale)
+            stale.add_done_callback(_closing.discard)
+        breaker, buckets = _process_parts(cfg)
+        client = _clients[loop] = UpstreamClient(cfg, breaker=breaker,
+                                                 ratelimiter=None if _redis_url() else buckets)
     return client
+
+
+def graphql_breaker_state() -> dict[str, Any]:
+    """The process's breaker state, callable without an event loop (/readyz, eco_ping)."""
+    breaker, _ = _process_parts(get_config())
+    return breaker.state()
+
+
+def graphql_available() -> bool:
+    """False while the process's breaker is open; callable without an event loop."""
+    return get_config().eco.prefer_graphql and graphql_breaker_state()["state"] != "open"
 
 
 async def close_clients() -> None:

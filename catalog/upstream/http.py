@@ -48,6 +48,9 @@ class Call:
     token_only: bool = False
     send_token: bool | None = None  # None: by policy; False: never (eco_graphql)
     headers: dict[str, str] = field(default_factory=dict)
+    follow_redirects: bool = True
+    # Downloads pass their host allow-list: every hop, redirects included, must pass it.
+    host_allowed: Callable[[str], bool] | None = None
 
 
 def _params(params: dict[str, Any] | None) -> dict[str, str] | None:
@@ -153,7 +156,7 @@ class UpstreamHttp:
                 log.info("upstream %s %s failed: %s (attempt %d)", call.method, call.endpoint, type(exc).__name__, attempt + 1)
             else:
                 await self._observe(identity, budget, resp)
-                if resp.is_success:
+                if resp.is_success or (resp.is_redirect and not call.follow_redirects):
                     return resp
                 if stream:
                     await resp.aread()
@@ -177,6 +180,9 @@ class UpstreamHttp:
         url = httpx.URL(call.url)
         method, params, body = call.method, _params(call.params), call.json
         for _ in range(MAX_REDIRECTS + 1):
+            if call.host_allowed is not None and not call.host_allowed(url.host):
+                raise EcoError("download_denied", f"{call.endpoint}: host {url.host} is not on the download allow-list",
+                               details={"host": url.host, "endpoint": call.endpoint})
             headers = dict(call.headers)
             if token and self._is_upstream(url):
                 headers[TOKEN_HEADER] = token
@@ -185,7 +191,7 @@ class UpstreamHttp:
             started = self._clock()
             resp = await self._client.send(request, stream=stream)
             self._account(call, resp, started)
-            if not resp.is_redirect:
+            if not resp.is_redirect or not call.follow_redirects:
                 return resp
             location = resp.headers.get("location", "")
             if stream:

@@ -17,6 +17,7 @@ local count can drift (other clients on the same IP, restarts), theirs cannot.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,6 +78,8 @@ class LocalBuckets:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._buckets: dict[str, _Bucket] = {}
+        # One instance serves every event loop of the process (Celery tasks, --check threads).
+        self._lock = threading.Lock()
 
     def _refill(self, identity: str, budget: Budget) -> tuple[_Bucket, float]:
         now = self._clock()
@@ -88,26 +91,28 @@ class LocalBuckets:
         return b, now
 
     async def take(self, identity: str, budget: Budget) -> float:
-        # No await between read and write: atomic within one event loop.
-        b, now = self._refill(identity, budget)
-        if b.blocked_until > now:
-            return b.blocked_until - now
-        if b.tokens >= 1.0:
-            b.tokens -= 1.0
-            return 0.0
-        return (1.0 - b.tokens) / budget.rate
+        with self._lock:
+            b, now = self._refill(identity, budget)
+            if b.blocked_until > now:
+                return b.blocked_until - now
+            if b.tokens >= 1.0:
+                b.tokens -= 1.0
+                return 0.0
+            return (1.0 - b.tokens) / budget.rate
 
     async def observe(self, identity: str, budget: Budget, *, remaining: int, reset_s: float, low_water: int) -> None:
-        b, now = self._refill(identity, budget)
-        b.tokens = min(b.tokens, float(max(0, remaining - low_water)))
-        if remaining <= low_water:
-            b.blocked_until = max(b.blocked_until, now + max(reset_s, 0.0))
+        with self._lock:
+            b, now = self._refill(identity, budget)
+            b.tokens = min(b.tokens, float(max(0, remaining - low_water)))
+            if remaining <= low_water:
+                b.blocked_until = max(b.blocked_until, now + max(reset_s, 0.0))
 
     async def level(self, identity: str, budget: Budget) -> float | None:
-        if identity not in self._buckets:
-            return None
-        b, _ = self._refill(identity, budget)
-        return b.tokens
+        with self._lock:
+            if identity not in self._buckets:
+                return None
+            b, _ = self._refill(identity, budget)
+            return b.tokens
 
 
 # KEYS[1] = bucket hash. ARGV = capacity, rate. Returns the wait in seconds, as a string
