@@ -169,27 +169,32 @@ class CatalogIndex:
     postings: dict[str, dict[int, float]]
     field_of: dict[tuple[str, int], str]
     vocab: list[str]
-    _fuzzy_cache: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    _token_cache: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     built_at: float = field(default_factory=time.monotonic)
 
     def product_tokens_for(self, word: str) -> list[tuple[str, float]]:
-        """Vocabulary tokens a query word matches, with a quality in (0, 1]: exact 1.0;
-        otherwise tokens it begins (0.7) and, for words of 4+ letters, small typos (<= 0.6)."""
-        if word in self.postings:
-            return [(word, 1.0)]
-        cached = self._fuzzy_cache.get(word)
+        """Vocabulary tokens a query word matches, with a quality in (0, 1]: exact 1.0, singular or
+        plural 0.9; failing those, tokens it begins (0.7), and failing that, for words of 4+
+        letters, small typos (<= 0.6)."""
+        cached = self._token_cache.get(word)
         if cached is not None:
             return cached
         out: list[tuple[str, float]] = []
-        if len(word) >= 3:
+        if word in self.postings:
+            out.append((word, 1.0))
+        # Singular and plural count as the word itself, almost.
+        for variant in (word[:-1] if word.endswith("s") and len(word) > 3 else None, word + "s"):
+            if variant and variant in self.postings:
+                out.append((variant, 0.9))
+        if not out and len(word) >= 3:
             i = bisect.bisect_left(self.vocab, word)
             while i < len(self.vocab) and self.vocab[i].startswith(word):
                 out.append((self.vocab[i], 0.7))
                 i += 1
         if not out and len(word) >= 4:
             out = _fuzzy(word, self.vocab)
-        if len(self._fuzzy_cache) < 20000:
-            self._fuzzy_cache[word] = out
+        if len(self._token_cache) < 20000:
+            self._token_cache[word] = out
         return out
 
     @property

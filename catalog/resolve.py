@@ -132,7 +132,13 @@ def resolve_site(text: str | None, *, index: CatalogIndex | None = None, field: 
     if partial:
         raise _ambiguous(field, raw, [{"siteCode": s.code, "siteName": s.name} for s in partial])
     choices = {s.code: f"{s.code} {s.name}" for s in idx.sites}
-    suggestions = [choices[c] for c in _suggest(raw, choices)]
+    keys = _suggest(raw, choices)
+    if SITE_CODE.match(upper):
+        from rapidfuzz import fuzz, process
+
+        near = process.extract(upper, {c: c for c in choices}, scorer=fuzz.ratio, score_cutoff=70, limit=5)
+        keys = [k for _, _, k in near] + [k for k in keys if k not in {n[2] for n in near}]
+    suggestions = [choices[c] for c in keys[:5]]
     what = f"code {upper}" if SITE_CODE.match(upper) else f"name {raw!r}"
     raise EcoError("not_found", f"{field}: no field site with {what}", details={"didYouMean": suggestions or None})
 

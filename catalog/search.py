@@ -148,7 +148,7 @@ def _suggest(idx: CatalogIndex, query: str, qwords: list[str]) -> list[str]:
     out: list[str] = []
     fixed = []
     for w in qwords:
-        alts = idx.product_tokens_for(w) if w not in idx.postings else [(w, 1.0)]
+        alts = idx.product_tokens_for(w)
         fixed.append(max(alts, key=lambda t: t[1])[0] if alts else None)
     if fixed and all(fixed) and fixed != qwords:
         out.append(" ".join(fixed))

@@ -87,3 +87,44 @@ def catalog_built(db, mini_client, eco_cfg, fresh_index):
     outcomes = async_to_sync(refresh_catalogs)(client=mini_client, cfg=eco_cfg)
     assert all(o.ok for o in outcomes), [o.error for o in outcomes]
     return outcomes
+
+
+def _wipe() -> None:
+    from catalog.models import (
+        CatalogRefresh,
+        CatalogState,
+        Location,
+        Product,
+        ProductSiteAvailability,
+        Release,
+        Site,
+    )
+
+    for model in (Product, ProductSiteAvailability, Site, Release, Location, CatalogState, CatalogRefresh):
+        model.objects.all().delete()
+
+
+@pytest.fixture(scope="module")
+def catalog_module(django_db_setup, django_db_blocker, sim):
+    """A full catalog built once for a module (committed), removed again after it, so tests of
+    other modules still start from an empty catalog."""
+    from eco_service.config import load_config
+
+    sim.reset()
+    client = MiniClient(sim.base_url, sim.graphql_url)
+    with django_db_blocker.unblock():
+        _wipe()
+        outcomes = async_to_sync(refresh_catalogs)(client=client, cfg=load_config(env={}, warn=False))
+        assert all(o.ok for o in outcomes), [o.error for o in outcomes]
+        index.reset()
+        built = index.get_index()
+    yield built
+    with django_db_blocker.unblock():
+        _wipe()
+    index.reset()
+
+
+@pytest.fixture
+def idx(catalog_module, db):
+    """The in-memory index over the module's catalog (built once); each test's writes roll back."""
+    return catalog_module

@@ -1,0 +1,151 @@
+"""Resolution of product, site and release inputs, and site search, over the simulated catalog."""
+
+from __future__ import annotations
+
+import pytest
+
+from catalog.resolve import resolve_product, resolve_release, resolve_site
+from catalog.search import haversine_km, search_sites
+from eco_service.errors import EcoError
+
+
+def error_of(fn, *args, **kw) -> EcoError:
+    with pytest.raises(EcoError) as exc:
+        fn(*args, **kw)
+    return exc.value
+
+
+# -- products --------------------------------------------------------------------------------
+
+def test_product_resolves_from_full_code_in_any_case_and_echoes_it(idx):
+    r = resolve_product("dp1.10003.001", index=idx)
+    assert r.code == "DP1.10003.001"
+    assert r.echo() == {"input": "dp1.10003.001", "productCode": "DP1.10003.001",
+                        "productName": "Breeding landbird point counts", "matchedBy": "code"}
+
+
+def test_product_resolves_from_code_without_revision(idx):
+    assert resolve_product("DP1.10072", index=idx).matched_by == "code_without_revision"
+
+
+def test_product_resolves_from_exact_name_ignoring_case_and_spacing(idx):
+    r = resolve_product("  small MAMMAL box   trapping ", index=idx)
+    assert (r.code, r.matched_by) == ("DP1.10072.001", "name")
+
+
+def test_name_fitting_several_products_is_ambiguous_with_candidates(idx):
+    e = error_of(resolve_product, "temperature", index=idx)
+    assert e.code == "ambiguous_input"
+    codes = {c["productCode"] for c in e.details["candidates"]}
+    assert {"DP1.00041.001", "DP1.20217.001"} <= codes
+
+
+def test_similar_looking_name_is_never_resolved_silently(idx):
+    e = error_of(resolve_product, "Small mamal box trapping", index=idx)
+    assert e.code == "not_found"
+    assert any(s.startswith("DP1.10072.001") for s in e.details["didYouMean"])
+
+
+def test_partial_name_fitting_one_product_is_still_not_taken_silently(idx):
+    e = error_of(resolve_product, "box trapping", index=idx)
+    assert e.code == "ambiguous_input"
+    assert e.details["candidates"] == [{"productCode": "DP1.10072.001", "productName": "Small mammal box trapping"}]
+
+
+def test_unknown_product_code_is_not_found_with_did_you_mean(idx):
+    e = error_of(resolve_product, "DP1.10003.009", index=idx)
+    assert e.code == "not_found" and "DP1.10003.001" in e.details["didYouMean"]
+
+
+def test_empty_product_is_invalid_argument(idx):
+    assert error_of(resolve_product, "  ", index=idx).code == "invalid_argument"
+
+
+# -- sites -----------------------------------------------------------------------------------
+
+def test_site_resolves_from_code_or_name(idx):
+    assert resolve_site("harv", index=idx).echo()["siteCode"] == "HARV"
+    r = resolve_site("Harvard Forest & Quabbin Watershed NEON", index=idx)
+    assert (r.code, r.matched_by) == ("HARV", "name")
+    assert resolve_site("arikaree river", index=idx).code == "ARIK"
+
+
+def test_unknown_site_code_is_not_found_with_did_you_mean(idx):
+    e = error_of(resolve_site, "HARF", index=idx)
+    assert e.code == "not_found" and any(s.startswith("HARV") for s in e.details["didYouMean"])
+
+
+def test_site_name_fitting_several_sites_is_ambiguous(idx):
+    e = error_of(resolve_site, "River", index=idx)
+    assert e.code == "ambiguous_input" and len(e.details["candidates"]) > 1
+
+
+# -- releases --------------------------------------------------------------------------------
+
+def test_release_resolves_from_tag_uuid_or_latest(idx):
+    assert resolve_release("release-2025", index=idx).tag == "RELEASE-2025"
+    latest = resolve_release("latest", index=idx)
+    assert latest.tag == "RELEASE-2026" and latest.matched_by == "latest"
+    by_uuid = resolve_release(latest.uuid, index=idx)
+    assert by_uuid.tag == "RELEASE-2026" and by_uuid.matched_by == "uuid"
+
+
+def test_provisional_where_a_release_is_expected_is_invalid_argument(idx):
+    e = error_of(resolve_release, "PROVISIONAL", index=idx)
+    assert e.code == "invalid_argument" and "RELEASE-2026" in e.details["validReleases"]
+
+
+def test_unknown_release_gives_not_found_with_valid_releases(idx):
+    e = error_of(resolve_release, "RELEASE-1999", index=idx)
+    assert e.code == "not_found"
+    assert e.details["validReleases"] == [f"RELEASE-{y}" for y in range(2021, 2027)]
+
+
+# -- site search -----------------------------------------------------------------------------
+
+def test_proximity_lists_nearest_first_with_distance_inside_the_radius(idx):
+    harv = idx.site_by_code["HARV"]
+    r = search_sites(latitude=harv.latitude, longitude=harv.longitude, radius_km=400, index=idx)
+    dists = [h.distance_km for h in r.items]
+    assert r.items[0].site.code == "HARV" and dists[0] == 0.0
+    assert dists == sorted(dists) and all(d <= 400 for d in dists)
+    assert len(r.items) > 1
+    outside = [s for s in idx.sites if haversine_km(harv.latitude, harv.longitude, s.latitude, s.longitude) > 400]
+    assert not {s.code for s in outside} & {h.site.code for h in r.items}
+
+
+def test_site_query_matches_code_name_words_state_and_domain_names(idx):
+    assert [h.site.code for h in search_sites(query="harv", index=idx).items] == ["HARV"]
+    assert "ARIK" in [h.site.code for h in search_sites(query="arikaree", index=idx).items]
+    colorado = search_sites(query="Colorado", index=idx)
+    assert colorado.total > 0 and all(h.site.state_code == "CO" or "colorado" in h.site.domain_name.lower()
+                                      for h in colorado.items)
+    plains = search_sites(query="central plains", index=idx)
+    assert plains.total > 0 and all(h.site.domain_code == "D10" for h in plains.items)
+
+
+def test_site_filters_by_type_state_domain_and_product(idx):
+    r = search_sites(site_type="core", domain_code="D10", index=idx)
+    assert r.total > 0 and all(h.site.site_type == "CORE" and h.site.domain_code == "D10" for h in r.items)
+    with_birds = search_sites(product="DP1.10003.001", index=idx, limit=100)
+    assert with_birds.resolved["product"]["productCode"] == "DP1.10003.001"
+    assert {h.site.code for h in with_birds.items} == set(idx.by_code["DP1.10003.001"].sites)
+
+
+def test_site_query_tolerates_typos(idx):
+    assert [h.site.code for h in search_sites(query="Harverd Forrest", index=idx).items] == ["HARV"]
+
+
+def test_site_query_matching_nothing_suggests_sites(idx):
+    r = search_sites(query="Harvard Glacier", index=idx)
+    assert r.total == 0 and r.did_you_mean and r.did_you_mean[0] == "HARV"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [({"latitude": 95, "longitude": 0}, "latitude"), ({"latitude": 10}, "longitude"),
+     ({"radius_km": 0}, "radius_km"), ({"site_type": "EDGE"}, "site_type"), ({"state_code": "Mass"}, "state_code")],
+)
+def test_bad_site_search_input_names_the_field(idx, kwargs, field):
+    e = error_of(search_sites, index=idx, **kwargs)
+    assert e.code == "invalid_argument" and e.message.startswith(field)
