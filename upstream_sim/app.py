@@ -16,7 +16,12 @@ from .state import SimState
 from .tokens import check_token
 
 JSON_CT = (b"content-type", b"application/json")
-COMMON_HEADERS = [(b"access-control-allow-origin", b"*"), (b"via", b"1.1 google")]
+# the header names NEON's API answers carry (headers/example_200.headers), minus date/server
+COMMON_HEADERS = [(b"access-control-allow-origin", b"*"), (b"vary", b"Accept-Encoding"), (b"vary", b"Origin"),
+                  (b"vary", b"Access-Control-Request-Method"), (b"vary", b"Access-Control-Request-Headers"),
+                  (b"x-xss-protection", b"1"), (b"via", b"1.1 google"),
+                  (b"strict-transport-security", b"max-age=31536000; includeSubdomains; preload;"),
+                  (b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"SAMEORIGIN")]
 CONTROL = "/_sim/"
 
 

@@ -45,6 +45,7 @@ def product_json(world: World, code: str, urls: Urls, release: str | None = None
                  via_release_path: bool = False) -> dict:
     p = world.products[code]
     body = public(p)
+    body["specs"] = [dict(spec, specUrl=f"{urls.api}/documents/{spec['specNumber']}") for spec in p["specs"]]
     tags = world.product_releases(code)
     if release:
         tags = [t for t in tags if t == release]

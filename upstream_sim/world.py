@@ -193,7 +193,7 @@ class World:
                                     else "NEON User Guide to " if i == 0 else "NEON Protocol: ") + name,
             })
         change_logs = []
-        for i in range(r.randint(0, 3)):
+        for i in range(r.randint(0 if status == "FUTURE" else 1, 3)):
             y = r.randint(2015, 2025)
             d1 = f"{y}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}T00:00:00Z"
             change_logs.append({
