@@ -76,3 +76,17 @@ async def client_factory(clock: FakeClock) -> AsyncIterator[Callable[..., Upstre
     for client in made:
         await client.cache.clear()
         await client.aclose()
+
+
+def sim_env(sim: Any, **extra: str) -> dict[str, str]:
+    return {"ECO_MCP_ECO__BASE_URL": sim.base_url, "ECO_MCP_ECO__GRAPHQL_URL": sim.graphql_url, **extra}
+
+
+@pytest.fixture
+def sim_client(fresh_sim: Any, client_factory: Callable[..., UpstreamClient]) -> Callable[..., UpstreamClient]:
+    """make(**env) -> a client talking to the simulator over real sockets (fake clock/sleep)."""
+
+    def make(**env: str) -> UpstreamClient:
+        return client_factory(None, cfg=make_cfg(sim_env(fresh_sim, **env)))
+
+    return make
