@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Literal
 
 from anyio import to_thread
@@ -10,9 +11,13 @@ from mcp_types.version import LATEST_MODERN_VERSION
 
 from eco_service import __version__
 from eco_service.config import EcoConfig
+from eco_service.errors import EcoError
 from mcp_gateway import ports
 
 log = logging.getLogger("eco.gateway")
+
+# Errors that mean the upstream did not answer at all (anything else is an answer).
+UNREACHABLE = frozenset({"upstream_unavailable", "upstream_error"})
 
 
 def healthz(transport: Literal["stdio", "http"]) -> dict[str, Any]:
@@ -29,7 +34,13 @@ async def catalog_status(cfg: EcoConfig) -> dict[str, Any]:
     return await to_thread.run_sync(ports.catalog_status, cfg)
 
 
-async def api_check(cfg: EcoConfig) -> dict[str, Any]:
-    from eco_service.healthcheck import run_check
-
-    return await to_thread.run_sync(run_check, cfg)
+async def api_check(client: Any) -> dict[str, Any]:
+    """One uncached ~1 KB request through the shared client (so it is rate-limited, counted and
+    token-scoped like any other call); a failure is reported, not raised."""
+    started = time.perf_counter()
+    try:
+        await client.probe()
+    except EcoError as exc:
+        return {"reachable": exc.code not in UNREACHABLE, "error": exc.message, "errorCode": exc.code,
+                "latencyMs": round((time.perf_counter() - started) * 1000, 1)}
+    return {"reachable": True, "status": 200, "latencyMs": round((time.perf_counter() - started) * 1000, 1)}

@@ -23,7 +23,7 @@ from typing import Any
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from eco_service.config import EcoConfig, get_config
+from eco_service.config import EcoConfig, get_config, set_config
 from mcp_gateway import health, ports
 from mcp_gateway.origin import HostPolicy
 from mcp_gateway.registry import Registry
@@ -193,8 +193,11 @@ class _SingleSseFrame:
 def build_app(django_app: ASGIApp | None = None, cfg: EcoConfig | None = None, registry: Registry | None = None) -> EcoHttpApp:
     """The ASGI application. `eco_service.asgi` calls it with Django's app and the configuration
     from the environment (for `uvicorn eco_service.asgi:application`)."""
-    cfg = cfg or get_config()
-    if not cfg.is_http:
-        # uvicorn run straight on the module has no --transport flag: being here means HTTP.
-        cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update={"transport": "http"})})
+    if cfg is None:
+        cfg = get_config()
+        if not cfg.is_http:
+            # `uvicorn eco_service.asgi:application` has no --transport flag: being here means
+            # HTTP, and the process-wide configuration (read by the upstream client) must agree.
+            cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update={"transport": "http"})})
+            set_config(cfg)
     return EcoHttpApp(django_app, cfg, registry)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
 from eco_service import __version__
-from mcp_gateway import health
+from mcp_gateway import health, ports
 from mcp_gateway.calls import CallContext
 from mcp_gateway.models import Envelope, NextStep, Source, ToolInput, WireModel
 from mcp_gateway.registry import ToolSpec
@@ -31,8 +31,9 @@ class CatalogEntry(_Open):
 
 class CatalogStatus(_Open):
     ready: bool = False
+    degraded: bool = False
     catalogs: dict[str, CatalogEntry] = Field(default_factory=dict)
-    error: str | None = None
+    graphql_breaker: dict[str, Any] | None = None
 
 
 class CacheInfo(_Open):
@@ -73,39 +74,26 @@ class PingOutput(Envelope):
     api: ApiCheck | None
 
 
-def _catalog(raw: dict) -> CatalogStatus:
+def _catalog(raw: dict[str, Any], breaker: dict[str, Any]) -> CatalogStatus:
     catalogs = {k: CatalogEntry.model_validate(v) for k, v in raw.items() if isinstance(v, dict)}
-    return CatalogStatus(ready=bool(raw.get("ready")), catalogs=catalogs)
-
-
-def _rate_limit(raw: object) -> RateLimitInfo | None:
-    if not isinstance(raw, dict):
-        return None
-    reset = raw.get("reset")
-    try:
-        reset_s = float(reset) if reset is not None else None
-    except (TypeError, ValueError):
-        reset_s = None
-    return RateLimitInfo(limit=raw.get("limit"), remaining=raw.get("remaining"), reset_seconds=reset_s)
+    return CatalogStatus(ready=bool(raw.get("ready")), degraded=bool(raw.get("degraded")), catalogs=catalogs,
+                         graphql_breaker=breaker)
 
 
 async def ping(args: PingInput, call: CallContext) -> PingOutput:
     cfg = call.cfg
-    catalog = _catalog(await health.catalog_status(cfg))
-    api, rate = None, None
+    client = ports.upstream_client()
+    catalog = _catalog(await health.catalog_status(cfg), client.breaker_state())
+    api = None
     if args.check_api:
-        verdict = await health.api_check(cfg)
-        api = ApiCheck(
-            reachable=bool(verdict.get("reachable")),
-            status=verdict.get("status"),
-            latency_ms=verdict.get("latencyMs"),
-            error=verdict.get("error"),
-            token_accepted=verdict.get("tokenAccepted"),
-        )
-        rate = _rate_limit(verdict.get("rateLimit"))
-    steps = [] if catalog.ready else [
-        NextStep(tool="eco_ping", arguments={"check_api": True}, why="Check that the upstream API answers.")
-    ]
+        api = ApiCheck.model_validate(await health.api_check(client))
+    rate = RateLimitInfo.model_validate(client.rate_limit_info())
+    if api is not None and api.reachable and call.token_configured and rate.limit is not None:
+        # NEON answers an unrecognised token with the anonymous limit (200).
+        api.token_accepted = rate.limit > 200
+    steps = []
+    if not catalog.ready:
+        steps.append(NextStep(tool="eco_ping", arguments={"check_api": True}, why="Check that the upstream API answers."))
     return PingOutput(
         version=__version__,
         protocol_version=call.protocol_version,
@@ -117,11 +105,12 @@ async def ping(args: PingInput, call: CallContext) -> PingOutput:
         api_base_url=cfg.eco.base_url,
         graphql_url=cfg.eco.graphql_url,
         catalog=catalog,
-        cache=CacheInfo(enabled=cfg.cache.enabled, max_entries=cfg.cache.max_entries),
-        rate_limit=rate,
+        cache=CacheInfo.model_validate(client.cache_info()),
+        rate_limit=rate if rate.limit is not None or rate.remaining is not None else None,
         api=api,
         next_steps=steps,
-        source=Source(origin="upstream" if api else "local", api_base_url=cfg.eco.base_url),
+        source=Source(origin="upstream" if api else "local", api_base_url=cfg.eco.base_url,
+                      endpoints=["GET /taxonomy"] if api else []),
     )
 
 
