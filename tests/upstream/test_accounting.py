@@ -1,0 +1,76 @@
+"""Per-call accounting for `_meta["io.eco-mcp/upstream"]`, status reports, and `--check`."""
+
+from __future__ import annotations
+
+from catalog.upstream.client import UpstreamClient, close_clients, get_client
+from catalog.upstream.context import call_scope
+from eco_service import config as eco_config
+from eco_service.healthcheck import acheck, run_check
+from eco_service.redact import token_hash
+
+from .conftest import make_cfg, sim_env
+
+
+async def test_call_scope_counts_requests_hits_headroom_and_identity(sim_client, fresh_sim):
+    client = sim_client()
+    token = fresh_sim.issue_token()
+    with call_scope(token=token, token_source="request") as acct:
+        await client.site("ABBY")
+        await client.site("ABBY")
+        await client.site("HARV")
+    meta = acct.to_meta()
+    assert meta["requests"] == 2 and meta["cacheHits"] == 1
+    assert meta["rateLimitLimit"] == 2000 and 0 < meta["rateLimitRemaining"] < 2000
+    assert meta["identity"] == token_hash(token) and token not in str(meta)
+    assert acct.endpoints == ["GET /sites/{siteCode}", "GET /sites/{siteCode}"]
+
+
+async def test_anonymous_call_reports_anonymous_identity_and_the_anonymous_limit(sim_client):
+    client = sim_client()
+    with call_scope() as acct:
+        await client.site("ABBY")
+    assert acct.to_meta()["identity"] == "anonymous" and acct.rate_limit_limit == 200
+
+
+async def test_rate_limit_info_shows_the_budget_and_upstream_headroom(sim_client):
+    client = sim_client()
+    await client.site("ABBY")
+    info = client.rate_limit_info()
+    assert info["identity"] == "anonymous" and info["limit"] == 200 and info["remaining"] < 200
+    assert info["budgetBurst"] == 180 and info["budgetPerSecond"] == 1.8
+
+
+async def test_shared_client_is_one_per_event_loop_and_follows_the_active_config(eco_cfg):
+    first = get_client()
+    assert get_client() is first and isinstance(first, UpstreamClient)
+    eco_config.set_config(make_cfg({"ECO_MCP_CACHE__MAX_ENTRIES": "7"}))
+    try:
+        second = get_client()
+        assert second is not first and second.cfg.cache.max_entries == 7
+        assert second.breaker is not first.breaker
+    finally:
+        eco_config.set_config(eco_cfg)
+        await close_clients()
+
+
+async def test_check_reports_reachability_latency_token_status_and_headroom(fresh_sim):
+    cfg = make_cfg(sim_env(fresh_sim, ECO_MCP_ECO__API_TOKEN=fresh_sim.issue_token()))
+    verdict = await acheck(cfg)
+    assert verdict["reachable"] is True and verdict["latencyMs"] >= 0
+    assert verdict["tokenStatus"] == "accepted" and verdict["tokenSource"] == "config"
+    assert verdict["rateLimit"]["limit"] == 2000
+    recs = fresh_sim.requests.matching("/taxonomy")
+    assert len(recs) == 1 and recs[0].query == {"taxonTypeCode": "TICK", "limit": "1"}
+
+
+async def test_check_flags_a_token_upstream_does_not_recognise(fresh_sim):
+    cfg = make_cfg(sim_env(fresh_sim, ECO_MCP_ECO__API_TOKEN="not-a-real-token-123456"))
+    verdict = await acheck(cfg)
+    assert verdict["reachable"] is True and verdict["tokenStatus"] == "not_recognised"
+
+
+def test_check_from_the_command_line_reports_an_unreachable_upstream():
+    cfg = make_cfg({"ECO_MCP_ECO__BASE_URL": "http://127.0.0.1:9/api/v0", "ECO_MCP_ECO__RETRIES__MAX_ATTEMPTS": "1"})
+    verdict = run_check(cfg)
+    assert verdict["reachable"] is False and verdict["error"]["code"] == "upstream_unavailable"
+    assert verdict["tokenStatus"] == "none"

@@ -1,0 +1,147 @@
+"""The upstream cache: TTL per kind, single-flight, refresh-ahead, stale-if-error, entry cap,
+token scoping and the off switch."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from catalog.upstream.context import call_scope
+from eco_service.errors import EcoError
+
+PRODUCT = "DP1.00001.001"
+DETAIL_TTL = 900  # cache.ttl_s.detail default
+
+
+async def test_second_call_is_served_from_cache_and_counted_as_a_hit(sim_client, fresh_sim):
+    client = sim_client()
+    with call_scope() as acct:
+        await client.product(PRODUCT)
+        await client.product(PRODUCT)
+    assert fresh_sim.requests.count("/products/") == 1
+    assert (acct.requests, acct.cache_hits) == (1, 1)
+    assert client.cache_info()["hits"] == 1 and client.cache_info()["misses"] == 1
+
+
+async def test_ten_concurrent_callers_of_a_cold_key_cause_one_upstream_request(sim_client, fresh_sim):
+    client = sim_client()
+    fresh_sim.faults.add("latency", route="/products/", delay_s=0.3)
+    products = await asyncio.gather(*(client.product(PRODUCT) for _ in range(10)))
+    assert {p.product_code for p in products} == {PRODUCT}
+    assert fresh_sim.requests.count("/products/") == 1
+
+
+async def test_concurrent_callers_all_get_the_error_of_the_one_failed_fetch(sim_client, fresh_sim):
+    client = sim_client()
+    fresh_sim.faults.add("latency", route="/products/", count=1, delay_s=0.3)
+    results = await asyncio.gather(*(client.product("DP9.99999.999") for _ in range(5)), return_exceptions=True)
+    assert all(isinstance(r, EcoError) and r.code == "not_found" for r in results)
+    assert fresh_sim.requests.count("/products/") == 1
+
+
+async def test_entry_expires_after_its_kinds_ttl(sim_client, fresh_sim, clock):
+    client = sim_client()
+    await client.product(PRODUCT)
+    clock.now += DETAIL_TTL + 1
+    await client.product(PRODUCT)
+    assert fresh_sim.requests.count("/products/") == 2
+
+
+async def test_ttl_comes_from_the_cache_ttl_setting_of_the_kind(sim_client, fresh_sim, clock):
+    client = sim_client(ECO_MCP_CACHE__TTL_S__TAXONOMY="10")
+    await client.taxonomy(filters={"taxonTypeCode": "TICK"}, limit=1)
+    clock.now += 5
+    await client.taxonomy(filters={"taxonTypeCode": "TICK"}, limit=1)
+    assert fresh_sim.requests.count("/taxonomy") == 1
+    clock.now += 6
+    await client.taxonomy(filters={"taxonTypeCode": "TICK"}, limit=1)
+    assert fresh_sim.requests.count("/taxonomy") == 2
+
+
+async def test_stale_answer_is_served_and_flagged_during_an_outage(sim_client, fresh_sim, clock):
+    client = sim_client()
+    fresh = await client.product(PRODUCT)
+    clock.now += DETAIL_TTL + 60
+    fresh_sim.faults.add("status", route="/products/", status=503)
+    with call_scope() as acct:
+        stale = await client.product(PRODUCT)
+    assert stale == fresh
+    assert acct.stale_served is True and acct.to_meta()["staleServed"] is True
+
+
+async def test_stale_answer_is_not_served_past_the_stale_if_error_window(sim_client, fresh_sim, clock):
+    client = sim_client(ECO_MCP_CACHE__STALE_IF_ERROR_S="100")
+    await client.product(PRODUCT)
+    clock.now += DETAIL_TTL + 101
+    fresh_sim.faults.add("status", route="/products/", status=503)
+    with pytest.raises(EcoError) as caught:
+        await client.product(PRODUCT)
+    assert caught.value.code == "upstream_error"
+
+
+async def test_stale_answer_is_not_served_for_a_non_retryable_error(sim_client, fresh_sim, clock):
+    client = sim_client()
+    await client.product(PRODUCT)
+    clock.now += DETAIL_TTL + 1
+    fresh_sim.faults.add("status", route="/products/", status=400,
+                         body={"error": {"status": 400, "detail": "Product code not found"}, "data": None})
+    with pytest.raises(EcoError) as caught:
+        await client.product(PRODUCT)
+    assert caught.value.code == "not_found"
+
+
+async def test_hit_in_the_last_fraction_of_the_ttl_refreshes_in_the_background(sim_client, fresh_sim, clock):
+    client = sim_client()
+    await client.product(PRODUCT)
+    clock.now += DETAIL_TTL * 0.95
+    with call_scope() as acct:
+        await client.product(PRODUCT)
+    assert acct.cache_hits == 1
+    await client.cache.drain()
+    assert fresh_sim.requests.count("/products/") == 2
+    clock.now += DETAIL_TTL * 0.5  # past the first entry's TTL, inside the refreshed one's
+    await client.product(PRODUCT)
+    assert fresh_sim.requests.count("/products/") == 2
+
+
+async def test_hit_early_in_the_ttl_does_not_refresh(sim_client, fresh_sim, clock):
+    client = sim_client()
+    await client.product(PRODUCT)
+    clock.now += DETAIL_TTL * 0.5
+    await client.product(PRODUCT)
+    await client.cache.drain()
+    assert fresh_sim.requests.count("/products/") == 1
+
+
+async def test_disabled_cache_asks_upstream_every_time(sim_client, fresh_sim):
+    client = sim_client(ECO_MCP_CACHE__ENABLED="false")
+    await client.product(PRODUCT)
+    await client.product(PRODUCT)
+    assert fresh_sim.requests.count("/products/") == 2
+    assert client.cache_info()["enabled"] is False
+
+
+async def test_cache_holds_at_most_max_entries(sim_client):
+    client = sim_client(ECO_MCP_CACHE__MAX_ENTRIES="3")
+    for name in ("D01", "D02", "D03", "D04", "D05", "D06", "HARV"):
+        await client.location(name)
+    assert client.cache_info()["entries"] <= 3
+
+
+async def test_public_answers_are_shared_across_tokens(sim_client, fresh_sim):
+    client = sim_client()
+    with call_scope(token=fresh_sim.issue_token(), token_source="request"):
+        await client.site("ABBY")
+    with call_scope(token=None):
+        await client.site("ABBY")
+    assert fresh_sim.requests.count("/sites/") == 1
+
+
+async def test_token_only_answers_are_cached_per_token(sim_client, fresh_sim):
+    client = sim_client()
+    first, second = fresh_sim.issue_token(), fresh_sim.issue_token(exp_s=7200)
+    for token in (first, second, first):
+        with call_scope(token=token, token_source="request"):
+            await client.sample_view(barcode="A00000123456")
+    assert fresh_sim.requests.count("/samples/view") == 2
