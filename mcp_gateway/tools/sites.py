@@ -1,0 +1,134 @@
+"""eco_search_sites and eco_get_site: the 81 field sites, searched locally, and one site's record
+(products with month ranges, releases, description, location)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from asgiref.sync import sync_to_async
+from pydantic import Field
+
+from catalog.queries.sites import site_elevations
+from catalog.search import SiteHit, search_sites
+from eco_service.errors import EcoError
+from mcp_gateway import ports
+from mcp_gateway.calls import CallContext
+from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
+from mcp_gateway.registry import ToolSpec
+from mcp_gateway.tools._shared import DOMAIN_PATTERN, SiteSummary, Utm, catalog_index, page
+
+
+class SearchSitesInput(ToolInput):
+    query: str | None = Field(None, max_length=300, description="Site code, name words, state or domain names.")
+    domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="D01-D20.")
+    state_code: str | None = Field(None, pattern=r"^[A-Za-z]{2}$", description="Two-letter state code.")
+    site_type: Literal["CORE", "GRADIENT"] | None = None
+    product: str | None = Field(None, max_length=300, description="Product code or name: sites with its data.")
+    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
+    latitude: float | None = Field(None, ge=-90, le=90)
+    longitude: float | None = Field(None, ge=-180, le=180)
+    radius_km: float = Field(100.0, gt=0, le=5000, description="Proximity radius around latitude/longitude.")
+    include_elevation: bool = Field(False, description="Add elevation and UTM (one extra cached request).")
+    limit: int = Field(50, ge=1, le=100)
+    offset: int = Field(0, ge=0)
+
+
+class SearchSitesOutput(Envelope):
+    items: list[SiteSummary]
+    page: Page
+    facets: dict[str, dict[str, int]] = Field(description="domains, states, siteTypes over the filtered set.")
+    did_you_mean: list[str] | None
+    index_source: Literal["graphql", "rest"] | None
+    index_age_seconds: int | None
+
+
+def _summary(hit: SiteHit) -> SiteSummary:
+    s = hit.site
+    return SiteSummary(
+        site_code=s.code, site_name=s.name, site_type=s.site_type, state_code=s.state_code,
+        state_name=s.state_name, domain_code=s.domain_code, domain_name=s.domain_name,
+        site_latitude=s.latitude, site_longitude=s.longitude, product_count=s.product_count,
+        score=hit.score, matched_on=hit.matched_on, distance_km=hit.distance_km,
+    )
+
+
+def _facets(hits: list[SiteHit]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {"domains": {}, "states": {}, "siteTypes": {}}
+    for h in hits:
+        for key, value in (("domains", h.site.domain_code), ("states", h.site.state_code),
+                           ("siteTypes", h.site.site_type)):
+            out[key][value] = out[key].get(value, 0) + 1
+    return out
+
+
+def _steps(args: SearchSitesInput, items: list[SiteSummary], pg: Page, product: str | None) -> list[NextStep]:
+    steps: list[NextStep] = []
+    if items:
+        top = items[0].site_code
+        if product:
+            steps.append(NextStep(tool="eco_get_availability", arguments={"product": product, "site": top},
+                                  why=f"Months of {product} at {top}."))
+        steps.append(NextStep(tool="eco_get_site", arguments={"site": top}, why=f"Products with data at {top}."))
+    if pg.next_offset is not None:
+        more = args.model_dump(exclude_defaults=True)
+        steps.append(NextStep(tool="eco_search_sites", arguments={**more, "offset": pg.next_offset},
+                              why="The next page of sites."))
+    return steps
+
+
+async def search_sites_tool(args: SearchSitesInput, call: CallContext) -> SearchSitesOutput:
+    cfg = call.cfg
+    idx = await catalog_index(cfg)
+    common = dict(query=args.query, domain_code=args.domain_code, state_code=args.state_code,
+                  site_type=args.site_type, product=args.product, release=args.release, latitude=args.latitude,
+                  longitude=args.longitude, radius_km=args.radius_km, index=idx)
+    # The facets describe the whole filtered set, so one unpaged pass (81 sites at most) gives both.
+    every = await sync_to_async(search_sites)(**common, limit=100, offset=0)
+    hits = every.items[args.offset:args.offset + args.limit]
+    items = [_summary(h) for h in hits]
+    notes: list[str] = []
+    source = Source(origin="catalog", api_base_url=cfg.eco.base_url)
+    if args.include_elevation and items:
+        try:
+            found = await site_elevations(client=ports.upstream_client(), codes=[i.site_code for i in items])
+        except EcoError as exc:
+            if exc.code not in ("upstream_error", "upstream_unavailable", "rate_limited"):
+                raise
+            found = {h.site.code: (h.site.elevation, h.site.utm_easting, h.site.utm_northing, h.site.utm_zone,
+                                   h.site.utm_hemisphere) for h in hits}
+            notes.append(f"Elevation and UTM come from the cached catalog: GET /locations/sites failed ({exc.code}).")
+        else:
+            source = Source(origin="mixed", endpoints=["/locations/sites"], api_base_url=cfg.eco.base_url)
+        for item in items:
+            elev, east, north, zone, hemi = found.get(item.site_code, (None, None, None, None, None))
+            item.elevation = elev
+            item.utm = Utm(easting=east, northing=north, zone=zone, hemisphere=hemi) if east is not None else None
+    if args.latitude is not None:
+        notes.append(f"Sites within {args.radius_km:g} km of ({args.latitude}, {args.longitude}), nearest first.")
+    pg = page(args.offset, args.limit, len(items), every.total)
+    product = every.resolved.get("product", {}).get("productCode") if every.resolved.get("product") else None
+    return SearchSitesOutput(
+        items=items, page=pg, facets=_facets(every.items), did_you_mean=every.did_you_mean,
+        index_source=every.index_source if every.index_source in ("graphql", "rest") else None,
+        index_age_seconds=every.index_age_seconds, resolved=every.resolved, notes=notes,
+        next_steps=_steps(args, items, pg, product), source=source,
+    )
+
+
+TOOLS = [
+    ToolSpec(
+        name="eco_search_sites",
+        title="Search field sites",
+        description=(
+            "Search NEON's 81 field sites in a cached catalog (no upstream request once warm) by code, name "
+            "words, state or domain; filter by domain, state, site type, a product with data there, a release; "
+            "or give latitude/longitude for the nearest sites within radius_km (with distanceKm). "
+            "include_elevation adds elevation and UTM from one extra cached request."
+        ),
+        surface="discovery",
+        input_model=SearchSitesInput,
+        output_model=SearchSitesOutput,
+        handler=search_sites_tool,
+        endpoints=("POST /graphql", "GET /sites", "GET /locations/sites"),
+    ),
+]

@@ -1,0 +1,79 @@
+"""Discovery-tool fixtures: the full simulated catalog (built once per module by the catalog
+engineers' `catalog_module`), a configuration pointing the upstream client at the simulator,
+and `run_tool`, which calls a tool through the gateway's real pipeline (argument parsing,
+envelope, byte budget, errors) and checks every success against the tool's output schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+
+from catalog.upstream.client import close_clients
+from eco_service import config as eco_config
+from mcp_gateway.calls import CallContext, execute
+from mcp_gateway.registry import default_registry
+from tests.catalog.conftest import catalog_module, fresh_index, mini_client  # noqa: F401  (fixtures)
+
+
+def sim_config(sim: Any, **flags: Any) -> eco_config.EcoConfig:
+    base = {"eco.base_url": sim.base_url, "eco.graphql_url": sim.graphql_url}
+    base.update({k.replace("__", "."): v for k, v in flags.items()})
+    return eco_config.load_config(flags=base, env={}, warn=False)
+
+
+@pytest.fixture
+async def sim_cfg(sim, catalog_module, db):  # noqa: F811  (the imported fixture)
+    """The simulator's configuration, active; the catalog is warm; the shared upstream client of
+    this test's event loop is closed afterwards (httpx clients cannot cross loops)."""
+    sim.faults.clear()
+    cfg = sim_config(sim)
+    previous = eco_config._active
+    eco_config.set_config(cfg)
+    yield cfg
+    await close_clients()
+    eco_config.set_config(previous)
+
+
+class Outcome:
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        self.meta = (result.meta or {}).get("io.eco-mcp/upstream", {})
+
+    @property
+    def ok(self) -> dict[str, Any]:
+        assert not self.result.is_error, self.result.structured_content
+        return self.result.structured_content
+
+    @property
+    def error(self) -> dict[str, Any]:
+        assert self.result.is_error, "expected an error result"
+        return self.result.structured_content["error"]
+
+    @property
+    def requests(self) -> int:
+        return self.meta["requests"]
+
+
+@pytest.fixture
+def run_tool(sim_cfg):
+    async def run(name: str, arguments: dict[str, Any] | None = None, *, transport: str = "stdio") -> Outcome:
+        spec = default_registry().get(name)
+        assert spec is not None, name
+        call = CallContext(cfg=sim_cfg, transport=transport, protocol_version="2026-07-28")
+        result = await execute(spec, arguments or {}, call, token=None)
+        if not result.is_error:
+            jsonschema.Draft202012Validator(spec.tool.output_schema).validate(result.structured_content)
+        return Outcome(result)
+
+    return run
+
+
+def error_of(outcome: Outcome, code: str, field: str | None = None) -> dict[str, Any]:
+    """The error, checked for its stable code and (when given) that the message names the field."""
+    err = outcome.error
+    assert err["code"] == code, err
+    if field is not None:
+        assert field in err["message"], err
+    return err
