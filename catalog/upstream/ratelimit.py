@@ -193,7 +193,7 @@ class RedisBuckets:
 
 def retry_after_from(headers: Any, default: float) -> float:
     """NEON spells it `RetryAfter` (no hyphen); accept the standard spelling too."""
-    for name in ("retryafter", "retry-after", "x-ratelimit-reset"):
+    for name in ("retryafter", "retry-after"):
         raw = headers.get(name)
         if raw is None:
             continue
