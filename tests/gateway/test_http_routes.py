@@ -107,7 +107,7 @@ def test_mcp_with_trailing_slash_is_served_without_redirect(http_server):
     with http_server() as srv:
         resp = httpx.post(f"{srv.url}/", json=body, headers=headers, follow_redirects=False)
     assert resp.status_code == 200
-    assert [t["name"] for t in reply(resp)["result"]["tools"]] == ["eco_ping"]
+    assert "eco_ping" in [t["name"] for t in reply(resp)["result"]["tools"]]
 
 
 def test_a_reply_is_one_sse_frame_and_no_session_id_is_issued(http_server):
@@ -124,7 +124,7 @@ def test_json_response_setting_answers_application_json(http_server):
     with http_server(make_cfg(server__json_response=True)) as srv:
         resp = httpx.post(srv.url, json=body, headers=headers)
     assert resp.headers["content-type"].startswith("application/json")
-    assert resp.json()["result"]["tools"][0]["name"] == "eco_ping"
+    assert "eco_ping" in [t["name"] for t in resp.json()["result"]["tools"]]
 
 
 def test_other_paths_go_to_django(http_server):

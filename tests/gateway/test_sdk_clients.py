@@ -37,7 +37,7 @@ async def _exercise(client: Client, *, transport: str, version: str) -> None:
         await client.call_tool("eco_pingg", {})
     assert unknown.value.error.code == -32602
     assert unknown.value.error.data["code"] == "unknown_tool"
-    assert unknown.value.error.data["didYouMean"] == ["eco_ping"]
+    assert unknown.value.error.data["didYouMean"][0] == "eco_ping"
 
     with pytest.raises(MCPError) as missing:
         await client.read_resource("eco://nope")
