@@ -1,0 +1,251 @@
+"""Availability: which months of a product exist at a site, split by release.
+
+The unit everything works on is a *cell*: release tag (or PROVISIONAL) -> ISO month ranges,
+for one product at one site. Cells come from the catalog (current view, no upstream request)
+or, for a pinned release, from the upstream product or site record as published in that
+release (one cached request). `shape_row` then applies the provisional filter and the month
+window locally and renders the chosen format.
+
+    await product_cells(idx, code, release=, client=)  -> {siteCode: cell}
+    await site_cells(idx, code, release=, client=)     -> {productCode: (title, cell)}
+    shape_row(cell, provisional=, start=, end=, fmt=)   -> RowData | None
+    totals(rows)                                        -> the summary over every row
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from catalog import months, resolve
+from catalog.index import CatalogIndex
+from eco_service.errors import EcoError
+
+PROVISIONAL = "PROVISIONAL"
+# Months NEON lists without saying which release they belong to (never seen in recordings).
+UNSPECIFIED = "UNSPECIFIED"
+
+Cell = dict[str, list[str]]
+Format = Literal["ranges", "months", "counts"]
+ProvisionalMode = Literal["include", "exclude", "only"]
+
+
+@dataclass
+class RowData:
+    month_count: int
+    provisional_month_count: int
+    first_month: str | None
+    last_month: str | None
+    ranges: list[str] | None
+    months: list[str] | None
+    by_release: dict[str, Any]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def cell_from_upstream(available_releases: list[Any], available_months: list[str], release: str | None) -> Cell:
+    """One upstream siteCodes/dataProducts entry as a cell."""
+    cell: Cell = {}
+    for a in available_releases:
+        if a.available_months:
+            cell[a.release] = months.to_ranges(a.available_months)
+    if not cell and available_months:
+        cell[release or UNSPECIFIED] = months.to_ranges(available_months)
+    return cell
+
+
+async def product_cells(idx: CatalogIndex, code: str, *, release: str | None, client: Any) -> dict[str, Cell]:
+    if release is None:
+        return {site: dict(c.ranges) for site, c in idx.by_code[code].cells.items()}
+    record = await client.product(code, release=release)
+    return {s.site_code: cell_from_upstream(s.available_releases, s.available_months, release)
+            for s in record.site_codes}
+
+
+async def site_cells(idx: CatalogIndex, site: str, *, release: str | None,
+                     client: Any) -> dict[str, tuple[str | None, Cell]]:
+    if release is None:
+        return {p.code: (p.name, dict(p.cells[site].ranges)) for p in idx.products if site in p.cells}
+    record = await client.site(site, release=release)
+    return {d.data_product_code: (d.data_product_title,
+                                  cell_from_upstream(d.available_releases, d.available_months, release))
+            for d in record.data_products}
+
+
+def shape_row(cell: Cell, *, provisional: ProvisionalMode, start: str | None, end: str | None,
+              fmt: Format) -> RowData | None:
+    """The cell filtered (provisional, window) and rendered; None when nothing is left."""
+    kept: dict[str, list[str]] = {}
+    for rel, ranges in sorted(cell.items()):
+        if (provisional == "exclude" and rel == PROVISIONAL) or (provisional == "only" and rel != PROVISIONAL):
+            continue
+        clipped = months.clip(ranges, start, end) if (start or end) else list(ranges)
+        if clipped:
+            kept[rel] = clipped
+    if not kept:
+        return None
+    every = months.to_ranges(m for r in kept.values() for m in months.expand(r))
+    counts = {rel: months.count(r) for rel, r in kept.items()}
+    by_release: dict[str, Any]
+    if fmt == "ranges":
+        by_release = kept
+    elif fmt == "months":
+        by_release = {rel: months.expand(r) for rel, r in kept.items()}
+    else:
+        by_release = dict(counts)
+    return RowData(
+        month_count=months.count(every),
+        provisional_month_count=counts.get(PROVISIONAL, 0),
+        first_month=every[0].split("/")[0],
+        last_month=every[-1].split("/")[1],
+        ranges=every if fmt == "ranges" else None,
+        months=months.expand(every) if fmt == "months" else None,
+        by_release=by_release,
+        counts=counts,
+    )
+
+
+def totals(rows: list[RowData]) -> dict[str, Any]:
+    by_release: dict[str, int] = {}
+    for r in rows:
+        for rel, n in r.counts.items():
+            by_release[rel] = by_release.get(rel, 0) + n
+    firsts = [r.first_month for r in rows if r.first_month]
+    lasts = [r.last_month for r in rows if r.last_month]
+    return {
+        "rows": len(rows),
+        "site_months": sum(r.month_count for r in rows),
+        "by_release": dict(sorted(by_release.items())),
+        "first_month": min(firsts, default=None),
+        "last_month": max(lasts, default=None),
+    }
+
+
+# -- the three modes of eco_get_availability -----------------------------------------------
+
+@dataclass
+class AvailabilityAnswer:
+    mode: Literal["product", "site", "cell"]
+    product_code: str | None
+    product_name: str | None
+    site_code: str | None
+    site_name: str | None
+    release: str | None
+    format: Format
+    rows: list[dict[str, Any]]
+    total: int
+    summary: dict[str, Any]
+    resolved: dict[str, Any]
+    notes: list[str]
+    upstream: bool
+
+
+def _bad(field_name: str, message: str) -> EcoError:
+    return EcoError("invalid_argument", f"{field_name}: {message}", details={"field": field_name})
+
+
+def _check_mode_fields(mode: str, *, site_codes, domain_code, product_codes) -> None:
+    if mode != "product":
+        for name, value in (("site_codes", site_codes), ("domain_code", domain_code)):
+            if value is not None:
+                raise _bad(name, f"applies to product mode only (product without site); this call is {mode} mode")
+    if mode != "site" and product_codes is not None:
+        raise _bad("product_codes", f"applies to site mode only (site without product); this call is {mode} mode")
+
+
+def _row_dict(data: RowData, **keys: Any) -> dict[str, Any]:
+    return {**keys, "month_count": data.month_count, "provisional_month_count": data.provisional_month_count,
+            "first_month": data.first_month, "last_month": data.last_month, "ranges": data.ranges,
+            "months": data.months, "by_release": data.by_release}
+
+
+async def get_availability(
+    *, idx: CatalogIndex, client: Any, product: str | None, site: str | None,
+    site_codes: list[str] | None = None, domain_code: str | None = None, product_codes: list[str] | None = None,
+    release: str | None = None, provisional: ProvisionalMode = "include", start_month: str | None = None,
+    end_month: str | None = None, fmt: Format | None = None, limit: int = 100, offset: int = 0,
+) -> AvailabilityAnswer:
+    if product is None and site is None:
+        raise _bad("product", "give product (one row per site), site (one row per product), or both (one cell)")
+    mode: Literal["product", "site", "cell"] = "cell" if product and site else ("product" if product else "site")
+    _check_mode_fields(mode, site_codes=site_codes, domain_code=domain_code, product_codes=product_codes)
+    if release is not None and provisional == "only":
+        raise _bad("provisional", "'only' cannot be combined with release: a release holds no provisional data")
+    if start_month and end_month and start_month > end_month:
+        raise _bad("start_month", f"{start_month} is after end_month {end_month}")
+    fmt = fmt or ("months" if mode == "cell" else "ranges")
+    resolved: dict[str, Any] = {}
+    notes: list[str] = []
+    prod = st = None
+    if product is not None:
+        r = resolve.resolve_product(product, index=idx)
+        prod, resolved["product"] = idx.by_code[r.code], r.echo()
+    if site is not None:
+        r = resolve.resolve_site(site, index=idx)
+        st, resolved["site"] = idx.site_by_code[r.code], r.echo()
+    tag = None
+    if release is not None:
+        r = resolve.resolve_release(release, index=idx)
+        tag, resolved["release"] = r.tag, r.echo()
+        notes.append(f"Months as published in {tag} (read from the upstream record of that release).")
+    if start_month or end_month:
+        notes.append("The month window was applied locally to each release's months.")
+
+    wanted: set[str] | None = None
+    if mode == "product":
+        wanted = _sites_wanted(idx, site_codes, domain_code, resolved)
+        cells = await product_cells(idx, prod.code, release=tag, client=client)
+        keyed = {code: (idx.site_by_code[code].name if code in idx.site_by_code else None, cell)
+                 for code, cell in cells.items() if wanted is None or code in wanted}
+    elif mode == "site":
+        wanted = _products_wanted(idx, product_codes, resolved)
+        keyed = {code: pair for code, pair in (await site_cells(idx, st.code, release=tag, client=client)).items()
+                 if wanted is None or code in wanted}
+    else:
+        cells = await product_cells(idx, prod.code, release=tag, client=client)
+        keyed = {st.code: (st.name, cells[st.code])} if st.code in cells else {}
+
+    shaped: list[tuple[str, str | None, RowData]] = []
+    for key in sorted(keyed):
+        name, cell = keyed[key]
+        data = shape_row(cell, provisional=provisional, start=start_month, end=end_month, fmt=fmt)
+        if data is not None:
+            shaped.append((key, name, data))
+    if wanted is not None:
+        missing = sorted(wanted - {k for k, _, _ in shaped})
+        if missing:
+            notes.append(f"No matching months for: {', '.join(missing)}.")
+    rows = []
+    for key, name, data in shaped[offset:offset + limit]:
+        if mode == "site":
+            rows.append(_row_dict(data, product_code=key, product_name=name, site_code=st.code, site_name=st.name))
+        else:
+            rows.append(_row_dict(data, product_code=prod.code, product_name=prod.name, site_code=key,
+                                  site_name=name))
+    return AvailabilityAnswer(
+        mode=mode, product_code=prod.code if prod else None, product_name=prod.name if prod else None,
+        site_code=st.code if st else None, site_name=st.name if st else None, release=tag, format=fmt,
+        rows=rows, total=len(shaped), summary=totals([d for _, _, d in shaped]), resolved=resolved,
+        notes=notes, upstream=tag is not None,
+    )
+
+
+def _sites_wanted(idx: CatalogIndex, site_codes: list[str] | None, domain_code: str | None,
+                  resolved: dict[str, Any]) -> set[str] | None:
+    wanted: set[str] | None = None
+    if site_codes is not None:
+        echoes = [resolve.resolve_site(s, index=idx, field="site_codes") for s in site_codes]
+        wanted = {e.code for e in echoes}
+        resolved["siteCodes"] = [e.echo() for e in echoes]
+    if domain_code is not None:
+        domain = domain_code.upper()
+        in_domain = {s.code for s in idx.sites if s.domain_code == domain}
+        wanted = in_domain if wanted is None else wanted & in_domain
+    return wanted
+
+
+def _products_wanted(idx: CatalogIndex, product_codes: list[str] | None, resolved: dict[str, Any]) -> set[str] | None:
+    if product_codes is None:
+        return None
+    echoes = [resolve.resolve_product(p, index=idx, field="product_codes") for p in product_codes]
+    resolved["productCodes"] = [e.echo() for e in echoes]
+    return {e.code for e in echoes}

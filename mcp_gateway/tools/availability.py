@@ -1,0 +1,122 @@
+"""eco_get_availability: which months exist, per site (product mode), per product (site mode) or
+for one product at one site (cell mode), split by release with PROVISIONAL as its own key."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from catalog.queries.availability import AvailabilityAnswer, get_availability
+from mcp_gateway import ports
+from mcp_gateway.calls import CallContext
+from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
+from mcp_gateway.registry import ToolSpec
+from mcp_gateway.tools._shared import (
+    DOMAIN_PATTERN,
+    MONTH_PATTERN,
+    AvailabilityRow,
+    AvailabilityTotals,
+    Provisional,
+    Window,
+    catalog_index,
+    page,
+)
+
+
+class AvailabilityInput(ToolInput):
+    product: str | None = Field(None, max_length=300, description="Product code or name.")
+    site: str | None = Field(None, max_length=200, description="Site code or name.")
+    site_codes: list[str] | None = Field(None, min_length=1, max_length=81,
+                                         description="Product mode: only these sites (codes or names).")
+    domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="Product mode: only sites in D01-D20.")
+    product_codes: list[str] | None = Field(None, min_length=1, max_length=200,
+                                            description="Site mode: only these products (codes or names).")
+    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest: months as published there.")
+    provisional: Provisional = Field("include", description="Provisional months: include, exclude or only.")
+    start_month: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM, window start.")
+    end_month: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM, window end.")
+    format: Literal["ranges", "months", "counts"] | None = Field(
+        None, description="ranges (YYYY-MM/YYYY-MM), months, or counts; default ranges (cell mode: months).")
+    limit: int = Field(100, ge=1, le=500)
+    offset: int = Field(0, ge=0)
+
+
+class AvailabilityOutput(Envelope):
+    mode: Literal["product", "site", "cell"]
+    product_code: str | None
+    product_name: str | None
+    site_code: str | None
+    site_name: str | None
+    release: str | None
+    provisional: Provisional
+    window: Window | None
+    format: Literal["ranges", "months", "counts"]
+    summary: AvailabilityTotals
+    rows: list[AvailabilityRow]
+    page: Page
+
+
+def _steps(args: AvailabilityInput, a: AvailabilityAnswer, rows: list[AvailabilityRow], pg: Page) -> list[NextStep]:
+    steps: list[NextStep] = []
+    if rows:
+        last = max(rows, key=lambda r: r.last_month or "")
+        month = last.last_month
+        steps.append(NextStep(
+            tool="eco_list_files",
+            arguments={"product": last.product_code, "site_codes": [last.site_code], "start_month": month,
+                       "end_month": month},
+            why=f"Files of {last.product_code} at {last.site_code} for {month} (needs a token)."))
+        if a.mode == "product":
+            steps.append(NextStep(tool="eco_get_site", arguments={"site": rows[0].site_code},
+                                  why="What else is measured at that site."))
+        if a.mode == "site":
+            steps.append(NextStep(tool="eco_get_product", arguments={"product": rows[0].product_code},
+                                  why="What that product is."))
+    if pg.next_offset is not None:
+        more = args.model_dump(exclude_defaults=True)
+        steps.append(NextStep(tool="eco_get_availability", arguments={**more, "offset": pg.next_offset},
+                              why="The next page of rows."))
+    return steps
+
+
+async def get_availability_tool(args: AvailabilityInput, call: CallContext) -> AvailabilityOutput:
+    idx = await catalog_index(call.cfg)
+    a = await get_availability(
+        idx=idx, client=ports.upstream_client(), product=args.product, site=args.site, site_codes=args.site_codes,
+        domain_code=args.domain_code, product_codes=args.product_codes, release=args.release,
+        provisional=args.provisional, start_month=args.start_month, end_month=args.end_month, fmt=args.format,
+        limit=args.limit, offset=args.offset,
+    )
+    rows = [AvailabilityRow(**r) for r in a.rows]
+    pg = page(args.offset, args.limit, len(rows), a.total)
+    window = Window(start_month=args.start_month, end_month=args.end_month) if (
+        args.start_month or args.end_month) else None
+    source = Source(origin="upstream" if a.upstream else "catalog", api_base_url=call.cfg.eco.base_url)
+    return AvailabilityOutput(
+        mode=a.mode, product_code=a.product_code, product_name=a.product_name, site_code=a.site_code,
+        site_name=a.site_name, release=a.release, provisional=args.provisional, window=window, format=a.format,
+        summary=AvailabilityTotals(**a.summary), rows=rows, page=pg, resolved=a.resolved, notes=a.notes,
+        next_steps=_steps(args, a, rows, pg), source=source,
+    )
+
+
+TOOLS = [
+    ToolSpec(
+        name="eco_get_availability",
+        title="Data availability by month",
+        description=(
+            "Which months of data exist. product only: one row per site; site only: one row per product; "
+            "both: the one product-site cell. Every row splits its months by release in byRelease, with "
+            "PROVISIONAL as its own key; summary totals site-months per release. Filter with site_codes or "
+            "domain_code (product mode), product_codes (site mode), release, provisional include/exclude/only "
+            "and a start_month/end_month window; format ranges (YYYY-MM/YYYY-MM), months or counts."
+        ),
+        surface="discovery",
+        input_model=AvailabilityInput,
+        output_model=AvailabilityOutput,
+        handler=get_availability_tool,
+        endpoints=("POST /graphql", "GET /products/{productCode}", "GET /sites/{siteCode}"),
+        page_lists={"rows": "page"},
+    ),
+]
