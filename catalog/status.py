@@ -31,15 +31,9 @@ def ttl_for(catalog: str, cfg: EcoConfig) -> int:
 
 
 def _graphql_breaker_open() -> bool:
-    # The client may not exist yet in this process (e.g. the admin): then nothing has tripped it.
-    try:
-        from catalog.upstream.client import get_client
-    except ImportError:
-        return False
-    try:
-        return not get_client().graphql_available
-    except Exception:
-        return False
+    from catalog.upstream.client import graphql_breaker_state
+
+    return graphql_breaker_state().get("state") == "open"
 
 
 def _entry(state: CatalogState | None, catalog: str, cfg: EcoConfig, now: datetime) -> dict[str, Any]:

@@ -128,3 +128,16 @@ def catalog_module(django_db_setup, django_db_blocker, sim):
 def idx(catalog_module, db):
     """The in-memory index over the module's catalog (built once); each test's writes roll back."""
     return catalog_module
+
+
+@pytest.fixture
+def sim_cfg(fresh_sim):
+    """The active configuration pointed at the simulator (for the real upstream client)."""
+    from eco_service import config as eco_config
+
+    cfg = eco_config.load_config(env={"ECO_MCP_ECO__BASE_URL": fresh_sim.base_url,
+                                      "ECO_MCP_ECO__GRAPHQL_URL": fresh_sim.graphql_url}, warn=False)
+    previous = eco_config._active
+    eco_config.set_config(cfg)
+    yield cfg
+    eco_config.set_config(previous)

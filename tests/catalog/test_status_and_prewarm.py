@@ -1,0 +1,71 @@
+"""Readiness and catalog status (what /readyz and eco_ping report), and prewarm through the real
+upstream client against the simulator."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from asgiref.sync import async_to_sync
+
+from catalog.models import CatalogState, Product
+from catalog.search import search_products
+from catalog.services import prewarm, refresh_catalogs
+from catalog.status import catalog_status, readiness
+from eco_service.errors import EcoError
+
+
+def test_readiness_is_warming_until_products_and_sites_exist(db, eco_cfg):
+    assert readiness(eco_cfg) == (False, {"status": "warming"})
+    assert catalog_status(eco_cfg)["products"] == {"count": 0, "ageSeconds": None, "source": None,
+                                                   "refreshedAt": None, "stale": True, "lastError": None}
+
+
+def test_search_before_any_catalog_is_catalog_unavailable(db, fresh_index):
+    with pytest.raises(EcoError) as exc:
+        search_products(query="soil")
+    assert exc.value.code == "catalog_unavailable"
+
+
+def test_prewarm_through_the_real_client_makes_the_service_ready(db, sim_cfg, fresh_index):
+    outcomes = async_to_sync(prewarm)(sim_cfg)
+    assert {o.catalog for o in outcomes} == {"products", "sites", "releases", "locations"}
+    assert all(o.ok for o in outcomes), [o.error for o in outcomes]
+    ready, body = readiness(sim_cfg)
+    assert ready and body["status"] == "ready"
+    assert set(body["catalogs"]) == {"products", "sites", "releases", "locations"}
+    assert all(age is not None and age >= 0 for age in body["catalogs"].values())
+    assert body["degraded"] is False and body["tokenConfigured"] is False
+    status = catalog_status(sim_cfg)
+    assert status["products"]["source"] == "graphql" and status["products"]["count"] > 150
+    assert status["sites"]["count"] == 81 and not status["sites"]["stale"]
+    # A second prewarm finds nothing due and asks the upstream nothing.
+    assert async_to_sync(prewarm)(sim_cfg) == []
+
+
+def test_prewarm_never_raises_when_the_upstream_is_down(db, sim_cfg, fresh_sim, fresh_index):
+    fresh_sim.faults.add("status", route=r".", status=503)
+    outcomes = {o.catalog: o for o in async_to_sync(prewarm)(sim_cfg)}
+    # Releases and locations may come from the client's cache; products and sites cannot be built.
+    assert not outcomes["products"].ok and not outcomes["sites"].ok
+    assert "503" in outcomes["products"].error
+    assert readiness(sim_cfg) == (False, {"status": "warming"})
+
+
+def test_failed_refresh_after_a_good_one_is_ready_but_degraded(db, mini_client, eco_cfg, fresh_sim, fresh_index):
+    async_to_sync(refresh_catalogs)(("products", "sites"), client=mini_client, cfg=eco_cfg)
+    fresh_sim.faults.add("graphql_outage")
+    fresh_sim.faults.add("status", route=r"^/api/v0/products$", status=503)
+    async_to_sync(refresh_catalogs)(("products",), client=mini_client, cfg=eco_cfg)
+    ready, body = readiness(eco_cfg)
+    assert ready and body["degraded"] is True
+    assert catalog_status(eco_cfg)["products"]["lastError"].startswith("upstream_error")
+    assert Product.objects.count() > 150
+
+
+def test_catalog_older_than_its_ttl_is_stale(db, mini_client, eco_cfg, fresh_index):
+    async_to_sync(refresh_catalogs)(("releases",), client=mini_client, cfg=eco_cfg)
+    CatalogState.objects.filter(catalog="releases").update(
+        refreshed_at=datetime.now(UTC) - timedelta(seconds=eco_cfg.cache.ttl_s.releases + 5))
+    entry = catalog_status(eco_cfg)["releases"]
+    assert entry["stale"] is True and entry["ageSeconds"] > eco_cfg.cache.ttl_s.releases
