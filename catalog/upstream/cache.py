@@ -80,7 +80,7 @@ class UpstreamCache:
         self._cfg = cfg
         self._backend = backend if backend is not None else build_backend(cfg.max_entries)
         self._redis = redis_client if self.backend_name == "redis" else None
-        self._index_key = f"{settings.CACHES['default'].get('KEY_PREFIX') or 'eco'}:up:index"
+        self._index_key = f"{self._backend.key_prefix or 'eco:up'}:index"
         self._clock = clock
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         self._refreshing: set[asyncio.Task[Any]] = set()

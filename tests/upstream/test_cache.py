@@ -145,3 +145,43 @@ async def test_token_only_answers_are_cached_per_token(sim_client, fresh_sim):
         with call_scope(token=token, token_source="request"):
             await client.sample_view(barcode="A00000123456")
     assert fresh_sim.requests.count("/samples/view") == 2
+
+
+@pytest.mark.redis
+async def test_redis_backed_cache_caps_entries_and_clears_only_its_own_keys(redis_url, clock):
+    import uuid
+
+    import redis.asyncio as aioredis
+    from django.core.cache.backends.redis import RedisCache
+
+    from catalog.upstream.cache import UpstreamCache
+
+    from .conftest import make_cfg
+
+    prefix = f"eco-test-{uuid.uuid4().hex}"
+    conn = aioredis.from_url(redis_url)
+    cfg = make_cfg({"ECO_MCP_CACHE__MAX_ENTRIES": "3"}).cache
+    cache = UpstreamCache(cfg, backend=RedisCache(redis_url, {"KEY_PREFIX": prefix, "TIMEOUT": None}),
+                          redis_client=conn, clock=clock)
+    try:
+        await conn.set(f"{prefix}-not-ours", b"keep")
+        fetched = []
+
+        async def fetch(i=0):
+            fetched.append(i)
+            return f"value-{i}".encode()
+
+        for i in range(5):
+            await cache.get_or_fetch(f"k{i}", 60, lambda i=i: fetch(i))
+        assert cache.info()["backend"] == "redis" and cache.info()["entries"] == 3
+        hit = await cache.get_or_fetch("k4", 60, fetch)
+        assert hit.hit and hit.value == b"value-4"
+        evicted = await cache.get_or_fetch("k0", 60, lambda: fetch(0))
+        assert not evicted.hit and fetched == [0, 1, 2, 3, 4, 0]
+        await cache.clear()
+        assert await conn.get(f"{prefix}-not-ours") == b"keep"
+        assert not (await cache.get_or_fetch("k4", 60, lambda: fetch(4))).hit
+    finally:
+        await cache.clear()
+        await conn.delete(f"{prefix}-not-ours")
+        await conn.aclose()
