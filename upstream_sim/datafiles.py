@@ -282,7 +282,7 @@ def _sensor_csv(r: random.Random, spec: FileSpec, ym: str) -> bytes:
     rnd = r.random
     out = [",".join(cols)]
     prev = stamps[0]
-    for nxt in stamps[1:] + [stamps[-1]]:
+    for nxt in [*stamps[1:], stamps[-1]]:
         v = base + rnd() * 5
         if expanded:
             out.append(f"{prev},{nxt},{v:.2f},{v - 1:.2f},{v + 1:.2f},{rnd():.3f},30,{rnd():.2f},{int(rnd() < 0.05)}")
@@ -301,8 +301,7 @@ def _os_csv(r: random.Random, spec: FileSpec, ym: str) -> bytes:
     dom, site = (parts[1], parts[2]) if len(parts) > 3 and parts[1].startswith("D") else ("D00", "LAB")
     out = [",".join(cols)]
     for i in range(spec.rows_hint + r.randint(0, spec.rows_hint)):
-        uid = "%08x-%04x-4%03x-8%03x-%012x" % (r.getrandbits(32), r.getrandbits(16), r.getrandbits(12),
-                                                r.getrandbits(12), r.getrandbits(48))
+        uid = f"{r.getrandbits(32):08x}-{r.getrandbits(16):04x}-4{r.getrandbits(12):03x}-8{r.getrandbits(12):03x}-{r.getrandbits(48):012x}"
         plot = f"{site}_{r.randint(1, 40):03d}"
         row = [uid, f"{plot}.basePlot.{spec.table[:3]}", dom, site, plot, f"{ym}-{r.randint(1, 28):02d}",
                f"{plot}.{ym.replace('-', '')}.{i}", f"{r.uniform(0, 100):.3f}", ""]

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
-from graphql import (GraphQLError, TypeInfo, TypeInfoVisitor, Visitor, build_schema, execute, parse, validate,
-                     visit)
+from graphql import GraphQLError, TypeInfo, TypeInfoVisitor, Visitor, build_schema, execute, parse, validate, visit
 from graphql.language import get_location
 from starlette.requests import Request
 from starlette.responses import Response
@@ -98,7 +97,7 @@ class Resolvers:
                 months = _window(sc["availableMonths"], start, end)
                 if not months:
                     continue
-                urls = [u for u, m in zip(sc["availableDataUrls"], sc["availableMonths"]) if m in months]
+                urls = [u for u, m in zip(sc["availableDataUrls"], sc["availableMonths"], strict=False) if m in months]
                 keep.append(dict(sc, availableMonths=months, availableDataUrls=urls))
             body["siteCodes"] = keep
             out.append(body)
@@ -129,7 +128,7 @@ class Resolvers:
                 months = _window(dp["availableMonths"], start, end)
                 if not months:
                     continue
-                urls = [u for u, m in zip(dp["availableDataUrls"], dp["availableMonths"]) if m in months]
+                urls = [u for u, m in zip(dp["availableDataUrls"], dp["availableMonths"], strict=False) if m in months]
                 keep.append(dict(dp, availableMonths=months, availableDataUrls=urls))
             body["dataProducts"] = keep
             out.append(body)

@@ -15,7 +15,7 @@ class Limits:
     token_burst: int = 2000
     token_rps: float = 8.0
 
-    def scaled(self, scale: float) -> "Limits":
+    def scaled(self, scale: float) -> Limits:
         return Limits(max(1, round(self.anon_burst * scale)), self.anon_rps * scale,
                       max(1, round(self.token_burst * scale)), self.token_rps * scale)
 

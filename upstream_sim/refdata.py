@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 REF_DIR = Path(__file__).resolve().parent / "reference"
@@ -24,34 +24,34 @@ def _csv(name: str) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
-@lru_cache(maxsize=None)
+@cache
 def field_sites() -> tuple[dict, ...]:
     return tuple(_csv("neon_field_site_metadata_20250214.csv"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def domains() -> tuple[dict, ...]:
     return tuple(_csv("domains.csv"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def catalog_products() -> tuple[dict, ...]:
     with open(REF_DIR / "products_full.json", encoding="utf-8") as fh:
         return tuple(json.load(fh)["data"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def releases() -> tuple[dict, ...]:
     with open(REF_DIR / "releases_full.json", encoding="utf-8") as fh:
         return tuple(json.load(fh)["releases"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def known_dois() -> dict[tuple[str, str], dict]:
     return {(r["release"], r["productCode"]): r for r in _csv("release_product_dois_known.csv")}
 
 
-@lru_cache(maxsize=None)
+@cache
 def table_types() -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for row in _csv("table_types.csv"):
@@ -59,12 +59,12 @@ def table_types() -> dict[str, list[dict]]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def taxon_type_codes() -> tuple[str, ...]:
     return tuple(r["taxonTypeCode"] for r in _csv("taxon_type_codes.csv"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def supported_classes() -> tuple[dict, ...]:
     with open(REF_DIR / "samples_supportedClasses.json", encoding="utf-8") as fh:
         return tuple(json.load(fh)["data"]["entries"])

@@ -64,7 +64,7 @@ def has_token(request: Request) -> bool:
 def cached(request: Request, key: tuple, build) -> Response:
     """Big catalog lists are built once per (base URL, view) and then served as bytes."""
     sim = st(request)
-    full = (request.headers.get("host"),) + key
+    full = (request.headers.get("host"), *key)
     body = sim.body_cache.get(full)
     if body is None:
         body = dumps({"data": build()})
@@ -401,7 +401,7 @@ async def taxonomy(request: Request) -> Response:
     base.append(("verbose", "true" if verbose else "false"))
 
     def link(off: int) -> str:
-        return f"{urls_for(request).api}/taxonomy?" + urlencode(base + [("offset", off), ("limit", limit)])
+        return f"{urls_for(request).api}/taxonomy?" + urlencode([*base, ("offset", off), ("limit", limit)])
 
     body = {"count": len(page), "total": total,
             "prev": link(max(0, offset - limit)) if offset > 0 else None,

@@ -104,7 +104,7 @@ class SimServer:
                               log_level="warning", access_log=False, timeout_graceful_shutdown=1,
                               timeout_keep_alive=30)
 
-    def start(self) -> "SimServer":
+    def start(self) -> SimServer:
         self._bind()
         self._server = uvicorn.Server(self._config())
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": self._sockets},
@@ -132,7 +132,7 @@ class SimServer:
         for s in self._sockets:
             s.close()
 
-    def __enter__(self) -> "SimServer":
+    def __enter__(self) -> SimServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

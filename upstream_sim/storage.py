@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from urllib.parse import unquote
@@ -35,7 +36,7 @@ def _lookup(sim, path: str) -> tuple[str, bytes] | None:
             return None
         for spec in sim.files.package_files(code, site, ym, m["pkg"], served):
             if spec.name == m["name"]:
-                return spec.name, sim.files.content(spec)
+                return spec.name, sim.files.content(spec), sim.files.meta(spec)[1]
         return None
     m = MANIFEST_PATH.match(path)
     if m:
@@ -43,7 +44,7 @@ def _lookup(sim, path: str) -> tuple[str, bytes] | None:
         if rel:
             name, body = manifest(sim, rel["release"])
             if name == m["name"]:
-                return name, body
+                return name, body, None
     return None
 
 
@@ -60,16 +61,18 @@ async def storage_object(request: Request) -> Response:
         m = re.match(r"^datasets/(?P<uuid>[^/]+)/(?P<name>[^/]+)$", path)
         ds = sim.prototypes.datasets.get(m["uuid"]) if m else None
         f = next((f for f in ds["_files"] if f["fileName"] == m["name"]), None) if ds else None
-        found = (f["fileName"], proto_bytes(f)) if f else None
+        found = (f["fileName"], proto_bytes(f), None) if f else None
     else:
         found = _lookup(sim, path)
     if found is None:
         return gcs_error(404, "NoSuchKey", "The specified key does not exist.")
-    name, body = found
+    name, body, md5 = found
     fault = sim.faults.take(request.url.path, {"bad_md5", "truncate"})
     if fault and fault.kind == "bad_md5":
         body = bytes([body[0] ^ 0xFF]) + body[1:] if body else b"x"
-    headers = {"x-goog-hash": "md5=" + __import__("base64").b64encode(hashlib.md5(body).digest()).decode(),
+        md5 = None
+    digest = bytes.fromhex(md5) if md5 else hashlib.md5(body).digest()
+    headers = {"x-goog-hash": "md5=" + base64.b64encode(digest).decode(),
                "x-goog-stored-content-length": str(len(body)), "accept-ranges": "bytes"}
     ctype = CONTENT_TYPES.get(name.rsplit(".", 1)[-1], "application/octet-stream")
     if fault and fault.kind == "truncate":

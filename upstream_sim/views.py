@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from .world import World
@@ -33,12 +34,15 @@ def release_ref(world: World, tag: str, urls: Urls) -> dict:
 def _available_releases(world: World, months: list[str], release: str | None) -> list[dict]:
     if release:
         return [{"release": release, "availableMonths": months}]
-    groups: dict[str, list[str]] = {}
-    for m in months:
-        groups.setdefault(world.release_of_month(m), []).append(m)
-    # upstream lists PROVISIONAL first, then releases
-    order = sorted(groups, key=lambda t: (t != "PROVISIONAL", t))
-    return [{"release": t, "availableMonths": groups[t]} for t in order]
+    # months are sorted: everything up to the latest release's cutoff is in that release
+    latest = world.latest_release
+    cut = bisect_right(months, latest["cutoff"])
+    out = []
+    if months[cut:]:  # upstream lists PROVISIONAL first, then releases
+        out.append({"release": "PROVISIONAL", "availableMonths": months[cut:]})
+    if months[:cut]:
+        out.append({"release": latest["release"], "availableMonths": months[:cut]})
+    return out
 
 
 def product_json(world: World, code: str, urls: Urls, release: str | None = None,

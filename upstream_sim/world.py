@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 import uuid
-from functools import cached_property, lru_cache
+from functools import cached_property
 from threading import Lock
 
 from . import refdata
@@ -72,6 +72,7 @@ class World:
         self.seed = seed
         self._lock = Lock()
         self._avail: dict[str, dict[str, list[str]]] = {}
+        self._dois: dict[tuple[str, str], dict] = {}
 
     def rng(self, *keys: object) -> random.Random:
         return rng_for(self.seed, *keys)
@@ -297,8 +298,13 @@ class World:
             return []
         return [r["release"] for r in self.releases if first <= r["cutoff"]]
 
-    @lru_cache(maxsize=4096)
     def product_doi(self, code: str, tag: str) -> dict:
+        got = self._dois.get((code, tag))
+        if got is None:
+            got = self._dois[(code, tag)] = self._make_doi(code, tag)
+        return got
+
+    def _make_doi(self, code: str, tag: str) -> dict:
         known = refdata.known_dois().get((tag, code))
         if known:
             return {"generationDate": known["productDoiGenerationDate"], "url": known["productDoiUrl"]}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from upstream_sim.tokens import check_token
+from upstream_sim.tokens import check_token, issue_token
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT_PACKAGES = {"eco_service", "catalog", "mcp_gateway", "downloads"}
@@ -46,8 +46,7 @@ def test_eco_sim_serves_rest_graphql_and_storage_on_its_own_ports():
         assert r.status_code == 200 and r.json()["data"]["siteCode"] == "HARV"
         g = httpx.post(f"http://127.0.0.1:{port}/graphql", json={"query": "{ sites { siteCode } }"}, timeout=30)
         assert len(g.json()["data"]["sites"]) == 81
-        tok = subprocess.run([sys.executable, "manage.py", "eco_sim", "--print-token", "--seed", "3"], cwd=ROOT,
-                             capture_output=True, text=True, timeout=60).stdout.strip()
+        tok = issue_token(seed=3)
         listing = httpx.get(f"http://127.0.0.1:{port}/api/v0/data/DP1.00001.001/HARV/2023-03",
                             headers={"X-API-Token": tok}, timeout=30).json()["data"]
         url = listing["files"][-1]["url"]
