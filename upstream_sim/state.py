@@ -24,6 +24,9 @@ _WORLDS: dict[int, World] = {}
 _WORLDS_LOCK = threading.Lock()
 
 
+_FILES: dict[int, DataFiles] = {}
+
+
 def world_for(seed: int) -> World:
     """Worlds are immutable, so all simulators with one seed share one (and its caches)."""
     with _WORLDS_LOCK:
@@ -33,11 +36,21 @@ def world_for(seed: int) -> World:
         return w
 
 
+def files_for(seed: int) -> DataFiles:
+    """File bytes depend only on the seed, so simulators with one seed share one byte cache."""
+    world = world_for(seed)
+    with _WORLDS_LOCK:
+        f = _FILES.get(seed)
+        if f is None:
+            f = _FILES[seed] = DataFiles(world)
+        return f
+
+
 class SimState:
     def __init__(self, seed: int = 1, limits: Limits | None = None):
         self.seed = seed
         self.world = world_for(seed)
-        self.files = DataFiles(self.world)
+        self.files = files_for(seed)
         self.documents = Documents(self.world, self.files.bytes_cache)
         self.clock_offset = 0.0
         self.faults = Faults()

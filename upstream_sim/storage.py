@@ -16,6 +16,7 @@ from .rest import CONTENT_TYPES, manifest, proto_bytes
 DATA_PATH = re.compile(r"^(?:release/tag/(?P<tag>RELEASE-\d{4})/)?NEON\.DOM\.SITE\.(?P<code>DP\d\.\d{5}\.\d{3})/"
                        r"(?P<site>[A-Z]{4})/(?P<y>\d{4})(?P<m>\d{2})01T000000--\d{8}T000000/"
                        r"(?P<pkg>basic|expanded)/(?P<name>[^/]+)$")
+RANGE = re.compile(r"^bytes=(?P<start>\d+)-(?P<end>\d*)$")
 MANIFEST_PATH = re.compile(r"^release/build/(?P<uuid>[0-9a-f-]{36})/(?P<name>manifest-[^/]+\.json)$")
 
 
@@ -80,6 +81,14 @@ async def storage_object(request: Request) -> Response:
     if request.method == "HEAD":
         headers["content-length"] = str(len(body))
         return Response(b"", media_type=ctype, headers=headers)
+    wanted = RANGE.match(request.headers.get("range", ""))
+    if wanted:  # resumable downloads ask for the rest of a file
+        start = int(wanted["start"])
+        end = min(int(wanted["end"]) if wanted["end"] else len(body) - 1, len(body) - 1)
+        if start >= len(body) or start > end:
+            return Response(b"", 416, headers={"content-range": f"bytes */{len(body)}"})
+        headers["content-range"] = f"bytes {start}-{end}/{len(body)}"
+        return Response(body[start:end + 1], 206, media_type=ctype, headers=headers)
     return Response(body, media_type=ctype, headers=headers)
 
 

@@ -122,3 +122,11 @@ def test_documents_are_multi_page_pdfs_with_text_head_and_404(api, anon):
     head = httpx.head(spec["specUrl"], timeout=30)
     assert head.status_code == 200 and int(head.headers["content-length"]) == spec["specSize"]
     assert anon.get("/documents/NEON.DOC.999999vZ").status_code == 404
+
+
+def test_storage_serves_byte_ranges_for_resumed_downloads(api):
+    f = api.get("/data/DP1.00001.001/ABBY/2023-02").json()["data"]["files"][0]
+    whole = httpx.get(f["url"], timeout=30).content
+    part = httpx.get(f["url"], headers={"Range": "bytes=100-"}, timeout=30)
+    assert part.status_code == 206 and part.content == whole[100:]
+    assert part.headers["content-range"] == f"bytes 100-{len(whole) - 1}/{len(whole)}"
