@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import mcp_types as types
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from catalog.upstream.context import Accounting, TokenSource, call_scope
 from eco_service.config import EcoConfig
 from eco_service.errors import EcoError
 from eco_service.redact import scrub
-from mcp_gateway import budget
+from mcp_gateway import budget, request_state
 from mcp_gateway.arguments import parse_arguments
 from mcp_gateway.models import Envelope
 from mcp_gateway.registry import ToolSpec
@@ -29,6 +30,18 @@ from mcp_gateway.registry import ToolSpec
 log = logging.getLogger("eco.gateway")
 
 UPSTREAM_META_KEY = "io.eco-mcp/upstream"
+
+
+class InputNeeded(Exception):
+    """Raised by a handler that needs the caller to choose (the sample-class question). Clients
+    that declared elicitation get an `input_required` result whose `requestState` holds only the
+    question and candidates; every other client gets `fallback` (ambiguous_input)."""
+
+    def __init__(self, *, key: str, message: str, requested_schema: dict[str, Any], question: dict[str, Any],
+                 candidates: list[Any], fallback: EcoError) -> None:
+        super().__init__(message)
+        self.key, self.message, self.requested_schema = key, message, requested_schema
+        self.question, self.candidates, self.fallback = question, candidates, fallback
 
 
 @dataclass
@@ -43,12 +56,23 @@ class CallContext:
     token_header_ignored: bool = False
     client_elicitation: bool = False
     request_state: str | None = None
+    input_responses: dict[str, Any] | None = None
     accounting: Accounting | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
     def token_configured(self) -> bool:
         return self.token_source != "none"
+
+    @property
+    def can_ask(self) -> bool:
+        """input_required exists from 2026-07-28 on, and only for clients that declared elicitation."""
+        return self.client_elicitation and self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    def continuation(self) -> dict[str, Any] | None:
+        """The decoded requestState of a retried call (question, candidates), or None on a first
+        call; a malformed or expired state is `invalid_argument`. The tool re-validates the answer."""
+        return None if self.request_state is None else request_state.decode(self.request_state)
 
 
 def error_result(exc: EcoError, meta: dict[str, Any] | None = None) -> types.CallToolResult:
@@ -107,7 +131,7 @@ async def execute(
     *,
     token: str | None,
     extra_meta: dict[str, Any] | None = None,
-) -> types.CallToolResult:
+) -> types.CallToolResult | types.InputRequiredResult:
     with call_scope(token=token, token_source=call.token_source) as acct:
         call.accounting = acct
         try:
@@ -126,6 +150,10 @@ async def execute(
                 )
             out = await spec.handler(args, call)
             payload = _finish(spec, out, call, acct)
+        except InputNeeded as ask:
+            if not call.can_ask:
+                return error_result(ask.fallback, _meta(acct, extra_meta))
+            return _input_required(ask, _meta(acct, extra_meta))
         except EcoError as exc:
             return error_result(exc, _meta(acct, extra_meta))
         except ValidationError:
@@ -139,6 +167,18 @@ async def execute(
         structured_content=payload,
         is_error=False,
         _meta=_meta(acct, extra_meta),
+    )
+
+
+def _input_required(ask: InputNeeded, meta: dict[str, Any]) -> types.InputRequiredResult:
+    elicit = types.ElicitRequest(
+        method="elicitation/create",
+        params=types.ElicitRequestFormParams(mode="form", message=ask.message, requested_schema=ask.requested_schema),
+    )
+    return types.InputRequiredResult(
+        input_requests={ask.key: elicit},
+        request_state=request_state.encode(ask.question, ask.candidates),
+        _meta=meta,
     )
 
 

@@ -55,7 +55,9 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[spec.tool for spec in registry.listed(http=http)])
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         spec = registry.get(params.name)
         if spec is None:
             known = [s.name for s in registry.listed(http=http)]
@@ -76,6 +78,7 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
             token_header_ignored=choice.header_ignored,
             client_elicitation=bool(caps and caps.elicitation is not None),
             request_state=params.request_state,
+            input_responses=_responses(params.input_responses),
         )
         return await execute(
             spec,
@@ -154,6 +157,13 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
 
     server.add_request_handler("server/discover", types.RequestParams, discover)
     return server
+
+
+def _responses(raw: Any) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    return {k: (v.model_dump(by_alias=True, mode="json", exclude_none=True) if hasattr(v, "model_dump") else v)
+            for k, v in dict(raw).items()}
 
 
 def _read_result(uri: str, mime: str, text: str, ttl_ms: int) -> types.ReadResourceResult:

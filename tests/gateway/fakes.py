@@ -55,3 +55,41 @@ def echo_spec(**overrides) -> ToolSpec:
                 input_model=EchoInput, output_model=EchoOutput, handler=echo)
     base.update(overrides)
     return ToolSpec(**base)
+
+
+class ChooseInput(ToolInput):
+    tag: str = "A1"
+
+
+class ChooseOutput(Envelope):
+    chosen: str
+    elicitation_declared: bool
+
+
+async def choose(args: ChooseInput, call: CallContext) -> ChooseOutput:
+    """Asks which of two classes the tag means, like eco_get_sample with an ambiguous tag."""
+    from mcp_gateway.calls import InputNeeded
+
+    state = call.continuation()
+    answer = (call.input_responses or {}).get("sample_class")
+    if state is not None and answer and answer.get("action") == "accept":
+        chosen = answer["content"]["sample_class"]
+        if chosen not in state["candidates"]:
+            raise EcoError("invalid_argument", f"sample_class {chosen!r} is not one of the candidates")
+        return ChooseOutput(chosen=chosen, elicitation_declared=call.client_elicitation)
+    candidates = ["table.a", "table.b"]
+    raise InputNeeded(
+        key="sample_class",
+        message=f"Tag {args.tag} belongs to several classes; which one?",
+        requested_schema={"type": "object", "properties": {"sample_class": {"type": "string", "enum": candidates}},
+                          "required": ["sample_class"]},
+        question={"sample_tag": args.tag},
+        candidates=candidates,
+        fallback=EcoError("ambiguous_input", f"tag {args.tag} fits several classes",
+                          details={"candidates": candidates}),
+    )
+
+
+def choose_spec() -> ToolSpec:
+    return ToolSpec(name="eco_choose", title="Choose", description="Test tool.", surface="test",
+                    input_model=ChooseInput, output_model=ChooseOutput, handler=choose)
