@@ -108,10 +108,14 @@ class SimApp:
             await asyncio.sleep(float(p.get("delay_s", 1.0)))
             return False
         if kind == "hang":
-            hold = float(p.get("hold_s", 600))
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(None, self.sim.shutdown.wait, hold)
-            storage.abort_connection(scope) if scope.get("sim.transport") else None
+            deadline = asyncio.get_running_loop().time() + float(p.get("hold_s", 600))
+            # poll instead of one long sleep, so stop() or reset() releases held requests
+            epoch = self.sim.epoch
+            while (asyncio.get_running_loop().time() < deadline and not self.sim.shutdown.is_set()
+                   and self.sim.epoch == epoch):
+                await asyncio.sleep(0.05)
+            if scope.get("sim.transport") is not None:
+                storage.abort_connection(scope)
             return True
         if kind == "reset":
             storage.abort_connection(scope)

@@ -58,6 +58,7 @@ class SimState:
         self.limiter = RateLimiter(limits or Limits())
         self.storage_base: str | None = None  # set by the server once the storage port is known
         self.shutdown = threading.Event()
+        self.epoch = 0  # bumped by reset(); held ("hang") requests end when it changes
         self.body_cache: dict[tuple, bytes] = {}
         self._locations: Locations | None = None
         self._bio: tuple | None = None
@@ -93,6 +94,7 @@ class SimState:
         return issue_token(self.seed, exp_s=exp_s, now=self.now())
 
     def reset(self) -> None:
+        self.epoch += 1
         self.faults.clear()
         self.requests.clear()
         self.limiter.reset()
