@@ -8,12 +8,12 @@ from typing import Literal
 from asgiref.sync import sync_to_async
 from pydantic import Field
 
-from catalog.queries.sites import site_elevations
+from catalog.queries.sites import site_detail, site_elevations
 from catalog.search import SiteHit, search_sites
 from eco_service.errors import EcoError
 from mcp_gateway import ports
 from mcp_gateway.calls import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
+from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput, WireModel
 from mcp_gateway.registry import ToolSpec
 from mcp_gateway.tools._shared import DOMAIN_PATTERN, SiteSummary, Utm, catalog_index, page
 
@@ -132,3 +132,129 @@ TOOLS = [
         endpoints=("POST /graphql", "GET /sites", "GET /locations/sites"),
     ),
 ]
+
+
+# -- eco_get_site --------------------------------------------------------------------------
+
+class GetSiteInput(ToolInput):
+    site: str = Field(min_length=1, max_length=200, description="Four-letter site code or site name.")
+    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest: the site as published.")
+    include: list[Literal["products", "releases", "description", "location", "all"]] = Field(
+        default_factory=lambda: ["products"], max_length=5,
+        description="Sections; products is the default, location reads the site's location record.")
+    products_query: str | None = Field(None, max_length=200, description="Only products whose code or title contain this.")
+    products_limit: int = Field(100, ge=1, le=300)
+    products_offset: int = Field(0, ge=0)
+
+
+class SiteUrls(WireModel):
+    api: str
+    portal: str
+
+
+class SiteReleaseInfo(WireModel):
+    release: str
+    generation_date: str | None
+    url: str | None
+
+
+class SiteProduct(WireModel):
+    product_code: str
+    product_name: str | None
+    month_count: int
+    provisional_month_count: int
+    first_month: str | None
+    last_month: str | None
+    ranges: list[str] = Field(description="ISO 8601 month intervals YYYY-MM/YYYY-MM.")
+    by_release: dict[str, list[str]] = Field(description="Month ranges per release; PROVISIONAL its own key.")
+
+
+class ActivePeriod(WireModel):
+    activated_date: str | None
+    deactivated_date: str | None
+
+
+class SiteLocation(WireModel):
+    location_name: str
+    location_description: str | None
+    location_type: str | None
+    latitude: float | None
+    longitude: float | None
+    elevation: float | None
+    utm_easting: float | None
+    utm_northing: float | None
+    utm_zone: int | None
+    utm_hemisphere: str | None
+    properties: dict[str, str | int | float | bool | None]
+    active_periods: list[ActivePeriod]
+    parent: str | None
+    child_count: int
+
+
+class GetSiteOutput(Envelope):
+    site_code: str
+    site_name: str
+    site_description: str | None
+    site_type: str
+    site_latitude: float | None
+    site_longitude: float | None
+    state_code: str
+    state_name: str
+    domain_code: str
+    domain_name: str
+    deims_id: str | None
+    product_count: int
+    latest_release: str | None
+    urls: SiteUrls
+    releases: list[SiteReleaseInfo] | None
+    data_products: list[SiteProduct] | None
+    data_products_page: Page | None
+    location: SiteLocation | None
+
+
+def _site_steps(out: dict, args: GetSiteInput) -> list[NextStep]:
+    code = out["site_code"]
+    steps = [NextStep(tool="eco_get_availability", arguments={"site": code}, why="Months per product at this site.")]
+    if out["data_products"]:
+        top = out["data_products"][0]["product_code"]
+        steps.append(NextStep(tool="eco_get_availability", arguments={"product": top, "site": code},
+                              why=f"Every month of {top} here."))
+    pg = out["data_products_page"]
+    if pg and pg["next_offset"] is not None:
+        more = args.model_dump(exclude_defaults=True)
+        steps.append(NextStep(tool="eco_get_site", arguments={**more, "products_offset": pg["next_offset"]},
+                              why="The next page of products."))
+    return steps
+
+
+async def get_site_tool(args: GetSiteInput, call: CallContext) -> GetSiteOutput:
+    cfg = call.cfg
+    idx = await catalog_index(cfg)
+    out = await site_detail(
+        idx=idx, client=ports.upstream_client(), base_url=cfg.eco.base_url, site=args.site, release=args.release,
+        include=list(args.include), products_query=args.products_query, products_limit=args.products_limit,
+        products_offset=args.products_offset, text_budget=cfg.limits.text_budget_detail,
+    )
+    origin = "upstream" if out.pop("from_upstream") else "catalog"
+    steps = _site_steps(out, args)
+    return GetSiteOutput(**out, next_steps=steps, source=Source(origin=origin, api_base_url=cfg.eco.base_url))
+
+
+TOOLS.append(
+    ToolSpec(
+        name="eco_get_site",
+        title="Field site record",
+        description=(
+            "One field site by code or name: type, state, domain, coordinates, product count, latest release. "
+            "Sections: products (default; month ranges and provisional month counts per product, filter with "
+            "products_query, paged), releases, description, location (elevation, UTM, properties, active "
+            "periods; one cached request), or all. release reads the site as published in that release."
+        ),
+        surface="discovery",
+        input_model=GetSiteInput,
+        output_model=GetSiteOutput,
+        handler=get_site_tool,
+        endpoints=("GET /sites/{siteCode}", "GET /locations/{locationName}"),
+        page_lists={"dataProducts": "dataProductsPage"},
+    )
+)
