@@ -200,6 +200,9 @@ def serve_http(cfg: EcoConfig) -> None:
         host=cfg.server.bind_address,
         port=cfg.server.bind_port,
         log_level=cfg.server.log_level,
+        # Uvicorn's own logging config sends access lines to stdout; ours sends everything to
+        # stderr through the redacting filter.
+        log_config=None,
         lifespan="on",
         proxy_headers=False,
         server_header=False,
