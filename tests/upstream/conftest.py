@@ -4,7 +4,8 @@ NEON-shaped canned replies for httpx.MockTransport, and a client factory."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,62 @@ import pytest
 from catalog.upstream.cache import UpstreamCache, locmem_backend
 from catalog.upstream.client import UpstreamClient
 from catalog.upstream.ratelimit import LocalBuckets
+from eco_service import redact
 from eco_service.config import EcoConfig, load_config
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "upstream_samples"
 CANARY = "canary-token-6f1d2a9b7c3e4d5f8a0b"
 OK_HEADERS = {"content-type": "application/json", "x-ratelimit-limit": "200", "x-ratelimit-remaining": "197",
               "x-ratelimit-reset": "2"}
+
+
+class _RawLines(logging.Handler):
+    """Keeps every record's text as rendered before any redacting filter runs."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+        if record.exc_info:
+            self.lines.append(logging.Formatter().formatException(record.exc_info))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_token_leaks_in_this_session() -> Iterator[None]:
+    """Across every test here: no token the process learned (the CANARY, configured and
+    callers' tokens: all are registered with eco_service.redact) may appear in a raw log line
+    or in any cache key the upstream cache was asked to read or write."""
+    handler = _RawLines()
+    root, eco = logging.getLogger(), logging.getLogger("eco")
+    root.handlers.insert(0, handler)  # first: see records before a redacting filter edits them
+    old_level = eco.level
+    eco.setLevel(logging.DEBUG)
+    keys: list[str] = []
+    with pytest.MonkeyPatch.context() as mp:
+        real_get, real_put = UpstreamCache.get_or_fetch, UpstreamCache.put
+
+        async def get_or_fetch(self, key, *a, **kw):
+            keys.append(key)
+            return await real_get(self, key, *a, **kw)
+
+        async def put(self, key, *a, **kw):
+            keys.append(key)
+            return await real_put(self, key, *a, **kw)
+
+        mp.setattr(UpstreamCache, "get_or_fetch", get_or_fetch)
+        mp.setattr(UpstreamCache, "put", put)
+        redact.register_secret(CANARY)
+        yield
+    root.handlers.remove(handler)
+    eco.setLevel(old_level)
+    secrets = set(redact._secrets) | {CANARY}
+    leaked_logs = [line for line in handler.lines for s in secrets if s in line]
+    leaked_keys = [k for k in keys for s in secrets if s in k]
+    assert keys, "the session used the cache"
+    assert not leaked_logs, f"token in {len(leaked_logs)} log lines"
+    assert not leaked_keys, f"token in {len(leaked_keys)} cache keys"
 
 
 def sample(rel: str) -> bytes:

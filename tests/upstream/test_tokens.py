@@ -11,6 +11,8 @@ from catalog.upstream import models as m
 from catalog.upstream.context import call_scope
 from eco_service.errors import EcoError
 
+from .conftest import CANARY
+
 PRODUCT = "DP1.00001.001"
 
 
@@ -123,7 +125,7 @@ async def test_download_allow_list_is_checked_on_every_redirect_hop(sim_client, 
 async def test_token_is_absent_from_logs_errors_and_cache_keys(sim_client, fresh_sim, caplog):
     caplog.set_level(logging.DEBUG)
     valid = fresh_sim.issue_token()
-    canary = "canary-" + valid[-24:]  # NEON rejects it: exercises the forbidden path too
+    canary = CANARY  # NEON rejects it: exercises the forbidden path too
     errors: list[EcoError] = []
     client = sim_client(ECO_MCP_ECO__API_TOKEN=valid)
     product = await client.product(PRODUCT)
