@@ -119,3 +119,12 @@ def test_a_legacy_initialize_handshake_works_without_a_session(http_server):
     assert msg["result"]["protocolVersion"] == "2025-11-25"
     assert msg["result"]["serverInfo"]["name"] == "eco-mcp"
     assert "mcp-session-id" not in resp.headers
+
+
+def test_resources_read_without_an_mcp_name_header_is_32020(http_server):
+    body, headers = modern_request("resources/read", {"uri": "eco://guide/agent-workflow"})
+    del headers["Mcp-Name"]
+    with http_server() as srv:
+        resp = httpx.post(srv.url, json=body, headers=headers)
+    assert resp.status_code == 400
+    assert resp.json()["error"]["code"] == -32020
