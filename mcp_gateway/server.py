@@ -125,6 +125,10 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
             data={"code": "not_found", "name": params.name, "didYouMean": near},
         )
 
+    def tool_input_schema(name: str) -> dict[str, Any] | None:
+        spec = registry.get(name)
+        return spec.tool.input_schema if spec is not None else None
+
     server: Server[Any] = Server(
         SERVER_NAME,
         version=__version__,
@@ -138,6 +142,9 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
             "server/discover": CacheHint(MIN_5, "public"),
             "resources/read": CacheHint(HOUR, "public"),
         },
+        # Without it the SDK re-runs tools/list on every tools/call that has arguments, to check
+        # Mcp-Param-* headers against the tool's schema.
+        get_tool_input_schema=tool_input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
