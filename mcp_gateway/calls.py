@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 import mcp_types as types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 
 from catalog.upstream.context import Accounting, TokenSource, call_scope
 from eco_service.config import EcoConfig
@@ -156,12 +155,14 @@ async def execute(
             return _input_required(ask, _meta(acct, extra_meta))
         except EcoError as exc:
             return error_result(exc, _meta(acct, extra_meta))
-        except ValidationError:
-            # Input was validated above; this is a handler or output-model bug.
-            return error_result(internal_error(spec.name), _meta(acct, extra_meta))
         except Exception:
+            # Arguments were validated above, so anything else (a pydantic error included) is a bug.
             return error_result(internal_error(spec.name), _meta(acct, extra_meta))
-    text = scrub(json.dumps(payload, separators=(",", ":"), ensure_ascii=False))
+    raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    text = scrub(raw)
+    if text != raw:
+        # A secret echoed back by an argument or an upstream text: mask it in both copies.
+        payload = json.loads(text)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=payload,

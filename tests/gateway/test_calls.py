@@ -131,4 +131,5 @@ async def test_the_token_never_appears_in_a_result_or_an_error():
     bad = await execute(spec, {"fail": "eco", "code": "forbidden", "product_code": token}, _call(), token=token)
     for result in (ok, bad):
         assert token not in result.content[0].text
+        assert token not in str(result.structured_content)
         assert token not in str(result.meta)
