@@ -9,6 +9,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
 
 from catalog.upstream.client import close_clients
 from eco_service import config as eco_config
@@ -33,6 +35,9 @@ async def sim_cfg(sim, catalog_module, db):  # noqa: F811  (the imported fixture
     eco_config.set_config(cfg)
     yield cfg
     await close_clients()
+    # ORM calls from async code ran on asgiref's one thread-sensitive worker: close its
+    # connection too, or the test database cannot be dropped at the end of the session.
+    await sync_to_async(connections.close_all)()
     eco_config.set_config(previous)
 
 
