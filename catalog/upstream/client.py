@@ -62,8 +62,10 @@ class UpstreamClient:
         ratelimiter: Buckets | None = None,
         cache: UpstreamCache | None = None,
         breaker: GraphQLBreaker | None = None,
+        namespace: str = "g1",
     ) -> None:
         self.cfg = cfg
+        self.namespace = namespace
         redis_url = _redis_url()
         self._redis = None
         if (ratelimiter is None or cache is None) and redis_url:
@@ -99,7 +101,7 @@ class UpstreamClient:
         scope = token_hash(token) if call.token_only else "public"
         raw = json.dumps([call.method, call.url, sorted((call.params or {}).items()), call.json],
                          sort_keys=True, default=str)
-        return f"v1:{scope}:{call.endpoint}:{hashlib.sha256(raw.encode()).hexdigest()[:32]}"
+        return f"v1:{self.namespace}:{scope}:{call.endpoint}:{hashlib.sha256(raw.encode()).hexdigest()[:32]}"
 
     async def _fetch(self, call: Call, model: type[M], ttl_s: float) -> M:
         token = self.http.token_for(call)  # auth_required here, before any request
@@ -434,18 +436,23 @@ def _too_large(spec_number: str, size: int, max_bytes: int) -> EcoError:
 # ---------------------------------------------------------------------- process-wide
 # httpx and redis clients belong to one event loop, so there is one client per loop; what must
 # outlive a loop (Celery runs each task in a fresh one) is shared by the whole process: the
-# breaker and, without Redis, the rate-limit buckets. Both are rebuilt when the config changes.
+# breaker and, without Redis, the rate-limit buckets.
+#
+# A process that installs another configuration (`set_config()`; tests do it all the time)
+# starts a new generation: fresh breaker and buckets, and cache keys in a new namespace so no
+# answer cached under the old settings is served. Every process starts at generation 1, so
+# processes sharing Redis share cache entries.
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, UpstreamClient] = weakref.WeakKeyDictionary()
-_shared: dict[str, Any] = {}
+_shared: dict[str, Any] = {"generation": 0}
 _closing: set[asyncio.Task[None]] = set()
 
 
-def _process_parts(cfg: EcoConfig) -> tuple[GraphQLBreaker, LocalBuckets]:
+def _process_parts(cfg: EcoConfig) -> tuple[GraphQLBreaker, LocalBuckets, str]:
     if _shared.get("cfg") is not cfg:
-        _shared.update(cfg=cfg, buckets=LocalBuckets(),
+        _shared.update(cfg=cfg, buckets=LocalBuckets(), generation=_shared["generation"] + 1,
                        breaker=GraphQLBreaker(failures=cfg.eco.graphql_breaker_failures,
                                               cooldown_s=cfg.eco.graphql_breaker_cooldown_s))
-    return _shared["breaker"], _shared["buckets"]
+    return _shared["breaker"], _shared["buckets"], f"g{_shared['generation']}"
 
 
 def get_client() -> UpstreamClient:
@@ -459,15 +466,15 @@ def get_client() -> UpstreamClient:
             stale = loop.create_task(client.aclose())
             _closing.add(stale)
             stale.add_done_callback(_closing.discard)
-        breaker, buckets = _process_parts(cfg)
-        client = _clients[loop] = UpstreamClient(cfg, breaker=breaker,
+        breaker, buckets, namespace = _process_parts(cfg)
+        client = _clients[loop] = UpstreamClient(cfg, breaker=breaker, namespace=namespace,
                                                  ratelimiter=None if _redis_url() else buckets)
     return client
 
 
 def graphql_breaker_state() -> dict[str, Any]:
     """The process's breaker state, callable without an event loop (/readyz, eco_ping)."""
-    breaker, _ = _process_parts(get_config())
+    breaker, _, _ = _process_parts(get_config())
     return breaker.state()
 
 

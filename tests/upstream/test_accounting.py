@@ -40,15 +40,21 @@ async def test_rate_limit_info_shows_the_budget_and_upstream_headroom(sim_client
     assert info["budgetBurst"] == 180 and info["budgetPerSecond"] == 1.8
 
 
-async def test_shared_client_is_one_per_event_loop_and_follows_the_active_config(eco_cfg):
-    first = get_client()
-    assert get_client() is first and isinstance(first, UpstreamClient)
-    eco_config.set_config(make_cfg({"ECO_MCP_CACHE__MAX_ENTRIES": "7"}))
+async def test_shared_client_is_one_per_event_loop_and_follows_the_active_config(eco_cfg, fresh_sim):
+    eco_config.set_config(make_cfg(sim_env(fresh_sim)))
     try:
+        first = get_client()
+        assert get_client() is first and isinstance(first, UpstreamClient)
+        await first.site("ABBY")
+        await first.site("ABBY")
+        eco_config.set_config(make_cfg(sim_env(fresh_sim, ECO_MCP_CACHE__MAX_ENTRIES="7")))
         second = get_client()
         assert second is not first and second.cfg.cache.max_entries == 7
         assert second.breaker is not first.breaker
+        await second.site("ABBY")  # nothing cached under the previous settings is served
+        assert fresh_sim.requests.count("/sites/ABBY") == 2
     finally:
+        await first.cache.clear()
         eco_config.set_config(eco_cfg)
         await close_clients()
 
