@@ -208,8 +208,6 @@ def render_location(locs: Locations, node: dict, api: str, hierarchy: bool = Fal
     parent = node["_parent"]
     out["locationParent"] = parent
     out["locationParentUrl"] = _loc_url(api, parent) if parent else None
-    if history:
-        out["locationHistory"] = _history(node)
     if hierarchy:
         out["locationParentHierarchy"] = _parent_chain(locs, parent, api)
         if location_type:
@@ -222,6 +220,8 @@ def render_location(locs: Locations, node: dict, api: str, hierarchy: bool = Fal
         kids = [c["locationName"] for c in locs.children(node)]
         out["locationChildren"] = kids
         out["locationChildrenUrls"] = [_loc_url(api, k) for k in kids]
+    if history:
+        out["locationHistory"] = _history(node)
     return out
 
 

@@ -1,5 +1,6 @@
 """Contract test: for every recorded sample, the simulator answers the same request with the
-same structure (keys at every level, JSON types, envelope, error bodies, header names).
+same structure (keys at every level and, for recorded samples, their order; JSON types,
+envelope, error bodies, header names).
 Only values and list lengths may differ. Hand-written samples (documented shapes, not
 recordings) only need their keys to be present, since they were written minimal."""
 
@@ -126,6 +127,8 @@ def shape_diff(sample, actual, path: str = "$", superset: bool = False) -> list[
             out.append(f"{path}: missing keys {sorted(missing)}")
         if extra:
             out.append(f"{path}: unexpected keys {sorted(extra)}")
+        if not superset and not missing and not extra and list(sample) != list(actual):
+            out.append(f"{path}: key order {list(actual)} differs from upstream {list(sample)}")
         for k in sample.keys() & actual.keys():
             out += shape_diff(sample[k], actual[k], f"{path}.{k}", superset)
         return out
