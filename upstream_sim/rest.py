@@ -336,7 +336,6 @@ async def data_query(request: Request) -> Response:
     else:
         q = dict(request.query_params)
         sites_req = request.query_params.getlist("siteCode") or request.query_params.getlist("siteCodes")
-        q["includeProvisional"] = q.get("includeProvisional", "false").lower() == "true"
     code = q.get("productCode")
     start, end = q.get("startDateMonth"), q.get("endDateMonth")
     if not code or not sites_req or not start or not end:
@@ -350,7 +349,8 @@ async def data_query(request: Request) -> Response:
     if tag and tag not in w.release_tags:
         return bad_release(sim)
     package = q.get("package") or "basic"
-    include_prov = bool(q.get("includeProvisional"))
+    raw = q.get("includeProvisional")
+    include_prov = raw.lower() == "true" if isinstance(raw, str) else bool(raw)
     blocks: dict[str, list] = {}
     for s in sites_req:
         for ym in w.availability(code).get(s, []):

@@ -130,3 +130,11 @@ def test_storage_serves_byte_ranges_for_resumed_downloads(api):
     part = httpx.get(f["url"], headers={"Range": "bytes=100-"}, timeout=30)
     assert part.status_code == 206 and part.content == whole[100:]
     assert part.headers["content-range"] == f"bytes 100-{len(whole) - 1}/{len(whole)}"
+
+
+def test_data_query_reads_include_provisional_as_a_boolean_or_a_string(api):
+    body = {"productCode": "DP1.10003.001", "siteCodes": ["HARV"], "startDateMonth": "2025-01",
+            "endDateMonth": "2026-08"}
+    for flag, want in ((False, False), ("false", False), (True, True), ("true", True)):
+        rels = api.post("/data/query", json=dict(body, includeProvisional=flag)).json()["data"]["releases"]
+        assert any(r["release"] == "PROVISIONAL" for r in rels) is want, flag
