@@ -6,16 +6,17 @@ PeriodicTask is created after migrate by catalog.schedule and can be edited in t
 
 from __future__ import annotations
 
-import asyncio
-
-from celery import shared_task
+from asgiref.sync import async_to_sync
 
 from catalog.models import CATALOGS
+from eco_service.celery import app
 
 TASK_NAME = "catalog.refresh_catalogs"
 
 
-@shared_task(name=TASK_NAME)
+# Bound to the project's app (not shared_task): eco_service/__init__ does not load the app, and
+# the default app would neither run eagerly without a broker nor know the broker.
+@app.task(name=TASK_NAME)
 def refresh_catalogs_task(catalogs: list[str] | None = None, source: str | None = None,
                           trigger: str = "beat") -> list[dict]:
     from catalog.services import refresh_catalogs
@@ -26,4 +27,5 @@ def refresh_catalogs_task(catalogs: list[str] | None = None, source: str | None 
                                           trigger=trigger)
         return [o.to_dict() for o in outcomes]
 
-    return asyncio.run(run())
+    # async_to_sync (not asyncio.run): the ORM work comes back to this thread and its connection.
+    return async_to_sync(run)()

@@ -132,11 +132,13 @@ def idx(catalog_module, db):
 
 @pytest.fixture
 def sim_cfg(fresh_sim):
-    """The active configuration pointed at the simulator (for the real upstream client)."""
+    """The active configuration pointed at the simulator (for the real upstream client), with the
+    client's answer cache off so each test sees what the simulator says now."""
     from eco_service import config as eco_config
 
     cfg = eco_config.load_config(env={"ECO_MCP_ECO__BASE_URL": fresh_sim.base_url,
-                                      "ECO_MCP_ECO__GRAPHQL_URL": fresh_sim.graphql_url}, warn=False)
+                                      "ECO_MCP_ECO__GRAPHQL_URL": fresh_sim.graphql_url,
+                                      "ECO_MCP_CACHE__ENABLED": "false"}, warn=False)
     previous = eco_config._active
     eco_config.set_config(cfg)
     yield cfg

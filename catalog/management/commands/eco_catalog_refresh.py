@@ -6,12 +6,12 @@ Rebuilds the catalogs now and prints what it did; exit status 1 when any catalog
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand
 
 from catalog.models import CATALOGS
@@ -41,7 +41,8 @@ class Command(BaseCommand):
             return outcomes, acct.requests
 
         t0 = time.perf_counter()
-        outcomes, requests = asyncio.run(run())
+        # async_to_sync (not asyncio.run): the ORM work comes back to this thread and its connection.
+        outcomes, requests = async_to_sync(run)()
         seconds = time.perf_counter() - t0
         total_requests = max(requests, sum(o.requests for o in outcomes))
         if options["json"]:

@@ -1,0 +1,111 @@
+"""Celery: the beat entry exists after migrate, the task runs in-process without a broker, and a
+real worker + beat (Redis broker, the test database on PostgreSQL) runs the scheduled refresh."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+from catalog.models import CatalogRefresh, Product, Site
+from catalog.schedule import PERIODIC_TASK_NAME, ensure_refresh_schedule
+from catalog.tasks import TASK_NAME, refresh_catalogs_task
+from tests.catalog.conftest import _wipe
+from tests.conftest import IN_CI
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_beat_schedule_exists_after_migrate_with_the_catalog_ttl(db, eco_cfg):
+    task = PeriodicTask.objects.get(name=PERIODIC_TASK_NAME)
+    assert task.task == TASK_NAME and task.enabled
+    assert (task.interval.every, task.interval.period) == (eco_cfg.cache.ttl_s.catalog, IntervalSchedule.SECONDS)
+    assert json.loads(task.kwargs) == {"trigger": "beat"}
+
+
+def test_an_interval_changed_in_the_admin_survives_the_next_migrate(db):
+    task = PeriodicTask.objects.get(name=PERIODIC_TASK_NAME)
+    task.interval = IntervalSchedule.objects.create(every=600, period=IntervalSchedule.SECONDS)
+    task.save()
+    ensure_refresh_schedule()
+    assert PeriodicTask.objects.get(name=PERIODIC_TASK_NAME).interval.every == 600
+
+
+def test_task_without_a_broker_runs_in_process(db, sim_cfg, fresh_index):
+    result = refresh_catalogs_task.delay(catalogs=["releases"], trigger="manual").get()
+    assert result[0]["catalog"] == "releases" and result[0]["ok"] and result[0]["rows"] == 6
+    assert CatalogRefresh.objects.get(catalog="releases").trigger == "manual"
+
+
+def test_refresh_command_prints_rows_requests_and_seconds(db, sim_cfg, fresh_index, capsys):
+    call_command("eco_catalog_refresh", "--catalog", "releases", "--catalog", "locations", "--source", "rest")
+    out = capsys.readouterr().out
+    assert "releases   ok" in out and "rows=6" in out and "source=rest" in out
+    assert "locations  ok" in out and "total: requests=" in out and "seconds=" in out
+
+
+def test_refresh_command_json_and_failure_exit_status(db, sim_cfg, fresh_sim, fresh_index, capsys):
+    fresh_sim.faults.add("status", route=r"^/api/v0/releases$", status=503)
+    with pytest.raises(SystemExit) as exc:
+        call_command("eco_catalog_refresh", "--catalog", "releases", "--json")
+    assert exc.value.code == 1
+    body = json.loads(capsys.readouterr().out)
+    assert body["catalogs"][0]["ok"] is False and "503" in body["catalogs"][0]["error"]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_real_celery_worker_and_beat_run_the_scheduled_refresh(postgres_url, redis_url, fresh_sim):
+    if connection.vendor != "postgresql":
+        reason = "needs the test database on PostgreSQL (DATABASE_URL) so the worker process can see it"
+        if IN_CI:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    _wipe()
+    queue = f"eco-test-{uuid.uuid4().hex[:8]}"
+    ensure_refresh_schedule()
+    PeriodicTask.objects.exclude(name=PERIODIC_TASK_NAME).update(enabled=False)
+    task = PeriodicTask.objects.get(name=PERIODIC_TASK_NAME)
+    # Beat fires the stored entry, routed to a queue only this test's worker listens on.
+    task.interval = IntervalSchedule.objects.create(every=2, period=IntervalSchedule.SECONDS)
+    task.queue = queue
+    task.save()
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.pop("REDIS_URL", None)
+    env.update(
+        DATABASE_URL=f"postgresql://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        CELERY_BROKER_URL=redis_url,
+        ECO_MCP_ECO__BASE_URL=fresh_sim.base_url,
+        ECO_MCP_ECO__GRAPHQL_URL=fresh_sim.graphql_url,
+        DJANGO_SETTINGS_MODULE="eco_service.settings",
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "eco_service", "worker", "-B", "--pool=solo", "-Q", queue,
+         "--loglevel=INFO", "-n", f"{queue}@%h", "-s", f"/tmp/{queue}-schedule"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline and worker.poll() is None:
+            if CatalogRefresh.objects.filter(trigger="beat", catalog="sites", ok=True).exists():
+                break
+            time.sleep(1)
+    finally:
+        worker.terminate()
+        try:
+            output, _ = worker.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            output, _ = worker.communicate()
+    assert CatalogRefresh.objects.filter(trigger="beat", ok=True).exists(), output[-4000:]
+    assert Product.objects.count() > 150 and Site.objects.count() == 81
