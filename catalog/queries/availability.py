@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from catalog import months, resolve
-from catalog.index import CatalogIndex
+from catalog.index import CatalogIndex, Interval, merge
 from eco_service.errors import EcoError
 
 PROVISIONAL = "PROVISIONAL"
@@ -71,34 +71,57 @@ async def site_cells(idx: CatalogIndex, site: str, *, release: str | None,
             for d in record.data_products}
 
 
+def _intervals(ranges: list[str]) -> list[Interval]:
+    out = []
+    for r in ranges:
+        a, _, b = r.partition("/")
+        out.append((months.month_index(a), months.month_index(b or a)))
+    return out
+
+
+def _text(ivs: tuple[Interval, ...]) -> list[str]:
+    return [f"{months.month_from_index(a)}/{months.month_from_index(b)}" for a, b in ivs]
+
+
+def _count(ivs: tuple[Interval, ...]) -> int:
+    return sum(b - a + 1 for a, b in ivs)
+
+
+def _every(ivs: tuple[Interval, ...]) -> list[str]:
+    return [months.month_from_index(k) for a, b in ivs for k in range(a, b + 1)]
+
+
 def shape_row(cell: Cell, *, provisional: ProvisionalMode, start: str | None, end: str | None,
               fmt: Format) -> RowData | None:
-    """The cell filtered (provisional, window) and rendered; None when nothing is left."""
-    kept: dict[str, list[str]] = {}
+    """The cell filtered (provisional, window) and rendered; None when nothing is left.
+    Works on integer month intervals: a product at 81 sites is thousands of months."""
+    lo = months.month_index(start) if start else -1
+    hi = months.month_index(end) if end else 10**9
+    kept: dict[str, tuple[Interval, ...]] = {}
     for rel, ranges in sorted(cell.items()):
         if (provisional == "exclude" and rel == PROVISIONAL) or (provisional == "only" and rel != PROVISIONAL):
             continue
-        clipped = months.clip(ranges, start, end) if (start or end) else list(ranges)
+        clipped = merge([(max(a, lo), min(b, hi)) for a, b in _intervals(ranges) if a <= hi and b >= lo])
         if clipped:
             kept[rel] = clipped
     if not kept:
         return None
-    every = months.to_ranges(m for r in kept.values() for m in months.expand(r))
-    counts = {rel: months.count(r) for rel, r in kept.items()}
+    every = merge([iv for ivs in kept.values() for iv in ivs])
+    counts = {rel: _count(ivs) for rel, ivs in kept.items()}
     by_release: dict[str, Any]
     if fmt == "ranges":
-        by_release = kept
+        by_release = {rel: _text(ivs) for rel, ivs in kept.items()}
     elif fmt == "months":
-        by_release = {rel: months.expand(r) for rel, r in kept.items()}
+        by_release = {rel: _every(ivs) for rel, ivs in kept.items()}
     else:
         by_release = dict(counts)
     return RowData(
-        month_count=months.count(every),
+        month_count=_count(every),
         provisional_month_count=counts.get(PROVISIONAL, 0),
-        first_month=every[0].split("/")[0],
-        last_month=every[-1].split("/")[1],
-        ranges=every if fmt == "ranges" else None,
-        months=months.expand(every) if fmt == "months" else None,
+        first_month=months.month_from_index(every[0][0]),
+        last_month=months.month_from_index(every[-1][1]),
+        ranges=_text(every) if fmt == "ranges" else None,
+        months=_every(every) if fmt == "months" else None,
         by_release=by_release,
         counts=counts,
     )
