@@ -16,8 +16,10 @@ from mcp.server import Server
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, SERVER_INFO_META_KEY
+from mcp.shared.message import SessionMessage
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, SERVER_INFO_META_KEY
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 from rapidfuzz import process
 
 from eco_service import __version__
@@ -181,6 +183,30 @@ def _read_result(uri: str, mime: str, text: str, ttl_ms: int) -> types.ReadResou
     )
 
 
+def _unreadable_line_error(exc: Exception) -> SessionMessage:
+    invalid_json = isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors())
+    code, message = (PARSE_ERROR, "Parse error") if invalid_json else (INVALID_REQUEST, "Invalid Request")
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)))
+
+
+async def _serve_stream(server: Server[Any], read_stream: Any, write_stream: Any) -> None:
+    """Serve one stream pair; a line that is not a JSON-RPC message gets the JSON-RPC error with
+    a null id (the SDK would drop it silently, leaving the client waiting)."""
+    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+    async def relay() -> None:
+        async with send:
+            async for item in read_stream:
+                if isinstance(item, Exception):
+                    await write_stream.send(_unreadable_line_error(item))
+                else:
+                    await send.send(item)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(relay)
+        await server.run(receive, write_stream, server.create_initialization_options())
+
+
 def serve_stdio(cfg: EcoConfig) -> None:
     from mcp.server.stdio import stdio_server
 
@@ -188,7 +214,7 @@ def serve_stdio(cfg: EcoConfig) -> None:
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            await _serve_stream(server, read_stream, write_stream)
 
     log.info("eco-mcp %s serving MCP on stdio", __version__)
     anyio.run(run)

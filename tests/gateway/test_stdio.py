@@ -67,3 +67,19 @@ def test_a_token_in_the_environment_never_reaches_stdout_or_stderr(stdio_env):
     body = json.loads(proc.stdout.splitlines()[0])["result"]["structuredContent"]
     assert (body["tokenConfigured"], body["tokenSource"]) == (True, "config")
     assert token not in proc.stdout and token not in proc.stderr
+
+
+def test_unreadable_lines_get_json_rpc_errors_and_the_server_keeps_serving(stdio_env):
+    listing, _ = modern_request("tools/list", rid=7)
+    with tempfile.TemporaryFile("w+") as errfile:
+        proc = subprocess.Popen([PYTHON, "manage.py", "eco_mcp_stdio"], cwd=REPO, env=stdio_env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=errfile, text=True)
+        assert proc.stdin and proc.stdout
+        proc.stdin.write('{not json\n{"jsonrpc": "2.0", "id": 5}\n' + json.dumps(listing) + "\n")
+        proc.stdin.flush()
+        replies = [json.loads(proc.stdout.readline()) for _ in range(3)]
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert replies[0] == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+    assert replies[1]["id"] is None and replies[1]["error"]["code"] == -32600
+    assert replies[2]["id"] == 7 and "tools" in replies[2]["result"]
