@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.urls import reverse
 
-from catalog.models import CatalogState, Product
+from catalog.models import CatalogRefresh, CatalogState, Product
 from catalog.search import search_products
 from catalog.services import prewarm, refresh_catalogs
 from catalog.status import catalog_status, readiness
@@ -68,3 +69,18 @@ def test_catalog_older_than_its_ttl_is_stale(db, mini_client, eco_cfg, fresh_ind
         refreshed_at=datetime.now(UTC) - timedelta(seconds=eco_cfg.cache.ttl_s.releases + 5))
     entry = catalog_status(eco_cfg)["releases"]
     assert entry["stale"] is True and entry["ageSeconds"] > eco_cfg.cache.ttl_s.releases
+
+
+def test_admin_index_says_warming_before_any_catalog(admin_client):
+    page = admin_client.get(reverse("admin:index")).content.decode()
+    assert "warming" in page and "never built" in page
+
+
+def test_refresh_now_without_a_broker_runs_in_the_request(admin_client, sim_cfg, fresh_index):
+    url = reverse("admin:catalog_catalogstate_changelist")
+    admin_client.get(url)  # creates a row per catalog
+    resp = admin_client.post(url, {"action": "refresh_now", "_selected_action": ["releases"]}, follow=True)
+    assert resp.status_code == 200
+    assert "releases: 6 rows from rest" in resp.content.decode().lower()
+    assert CatalogRefresh.objects.get(catalog="releases").trigger == "admin"
+    assert CatalogState.objects.get(catalog="releases").row_count == 6

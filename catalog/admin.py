@@ -1,0 +1,114 @@
+"""The team's view of the catalogs: browse products, sites and releases; see each catalog's age,
+staleness and refresh log; refresh now (queued to Celery when a broker is configured, else run
+in this request). The admin index shows freshness at a glance (templates/admin/index.html)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import admin, messages
+
+from catalog.models import (
+    CATALOGS,
+    CatalogRefresh,
+    CatalogState,
+    Location,
+    Product,
+    ProductSiteAvailability,
+    Release,
+    Site,
+)
+from catalog.status import catalog_status, upstream_cache_info
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Catalog rows are replaced by refreshes; edits here would vanish at the next one."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Product)
+class ProductAdmin(ReadOnlyAdmin):
+    list_display = ("product_code", "product_name", "product_status", "product_science_team_abbr", "level",
+                    "product_has_expanded", "site_count", "latest_release")
+    list_filter = ("product_status", "product_science_team_abbr", "level", "product_has_expanded", "latest_release")
+    search_fields = ("product_code", "product_name", "product_description")
+
+
+@admin.register(Site)
+class SiteAdmin(ReadOnlyAdmin):
+    list_display = ("site_code", "site_name", "site_type", "state_code", "domain_code", "product_count")
+    list_filter = ("site_type", "domain_code", "state_code")
+    search_fields = ("site_code", "site_name", "state_name", "domain_name")
+
+
+@admin.register(Release)
+class ReleaseAdmin(ReadOnlyAdmin):
+    list_display = ("tag", "uuid", "generation_date", "product_count")
+    search_fields = ("tag", "uuid")
+
+
+@admin.register(ProductSiteAvailability)
+class AvailabilityAdmin(ReadOnlyAdmin):
+    list_display = ("product_code", "site_code", "first_month", "last_month", "month_count")
+    list_filter = ("site_code",)
+    search_fields = ("product_code", "site_code")
+
+
+@admin.register(Location)
+class LocationAdmin(ReadOnlyAdmin):
+    list_display = ("name", "location_type", "description", "domain_code", "site_code", "elevation")
+    list_filter = ("location_type", "domain_code")
+    search_fields = ("name", "description")
+
+
+@admin.register(CatalogRefresh)
+class CatalogRefreshAdmin(ReadOnlyAdmin):
+    list_display = ("catalog", "started_at", "ok", "source", "trigger", "rows", "upstream_requests", "seconds",
+                    "error")
+    list_filter = ("catalog", "ok", "source", "trigger")
+    date_hierarchy = "started_at"
+
+
+@admin.action(description="Refresh now (queued to Celery when a broker is configured)")
+def refresh_now(modeladmin, request, queryset) -> None:
+    from catalog.tasks import refresh_catalogs_task
+
+    names = sorted(queryset.values_list("catalog", flat=True))
+    kwargs = {"catalogs": names, "trigger": "admin"}
+    if settings.CELERY_BROKER_URL:
+        refresh_catalogs_task.apply_async(kwargs=kwargs)
+        modeladmin.message_user(request, f"Refresh of {', '.join(names)} queued.", messages.INFO)
+        return
+    for o in refresh_catalogs_task.apply(kwargs=kwargs).get():
+        level = messages.SUCCESS if o["ok"] else messages.ERROR
+        text = (f"{o['catalog']}: {o['rows']} rows from {o['source']}, {o['requests']} requests, {o['seconds']:.1f} s"
+                if o["ok"] else f"{o['catalog']}: failed ({o['error']}); the previous catalog is kept")
+        modeladmin.message_user(request, text, level)
+
+
+@admin.register(CatalogState)
+class CatalogStateAdmin(ReadOnlyAdmin):
+    list_display = ("catalog", "row_count", "age", "stale", "source", "refreshed_at", "version", "last_error")
+    actions = [refresh_now]
+
+    def changelist_view(self, request, extra_context=None):
+        # Every catalog gets a row (and so can be refreshed) even before its first build.
+        for name in CATALOGS:
+            CatalogState.objects.get_or_create(catalog=name)
+        extra = {"upstream_cache": upstream_cache_info(), **(extra_context or {})}
+        return super().changelist_view(request, extra_context=extra)
+
+    @admin.display(description="age (s)")
+    def age(self, obj: CatalogState):
+        return catalog_status()[obj.catalog]["ageSeconds"]
+
+    @admin.display(boolean=True)
+    def stale(self, obj: CatalogState) -> bool:
+        return catalog_status()[obj.catalog]["stale"]
