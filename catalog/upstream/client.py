@@ -113,10 +113,8 @@ class UpstreamClient:
             return resp.content
 
         hit = await self.cache.get_or_fetch(self._key(call, token), ttl_s, fetch)
-        acct = context.current()
-        if acct is not None:
-            acct.cache_hits += int(hit.hit)
-            acct.stale_served = acct.stale_served or hit.stale
+        self._count(hit.hit, hit.stale)
+        # The caller that fetched parsed already; cache hits and waiters parse the stored body.
         return parsed.get(id(hit.value)) or self._parse(call.endpoint, model, hit.value)
 
     @staticmethod
@@ -335,6 +333,7 @@ class UpstreamClient:
         return m.Document(**head.model_dump(), content=b"".join(chunks))
 
     def _count(self, hit: bool, stale: bool) -> None:
+        """A cache hit, and whether the answer was stale, into the call's accounting."""
         acct = context.current()
         if acct is not None:
             acct.cache_hits += int(hit)
