@@ -106,7 +106,7 @@ async def search_sites_tool(args: SearchSitesInput, call: CallContext) -> Search
     if args.latitude is not None:
         notes.append(f"Sites within {args.radius_km:g} km of ({args.latitude}, {args.longitude}), nearest first.")
     pg = page(args.offset, args.limit, len(items), every.total)
-    product = every.resolved.get("product", {}).get("productCode") if every.resolved.get("product") else None
+    product = (every.resolved.get("product") or {}).get("productCode")
     return SearchSitesOutput(
         items=items, page=pg, facets=_facets(every.items), did_you_mean=every.did_you_mean,
         index_source=every.index_source if every.index_source in ("graphql", "rest") else None,
