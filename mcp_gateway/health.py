@@ -7,6 +7,7 @@ import time
 from typing import Any, Literal
 
 from anyio import to_thread
+from django import db
 from mcp_types.version import LATEST_MODERN_VERSION
 
 from eco_service import __version__
@@ -24,14 +25,24 @@ def healthz(transport: Literal["stdio", "http"]) -> dict[str, Any]:
     return {"status": "ok", "version": __version__, "protocolVersion": LATEST_MODERN_VERSION, "transport": transport}
 
 
+def _db_call(fn: Any, *args: Any) -> Any:
+    """Run an ORM read in a worker thread and close that thread's connections afterwards: the
+    worker pool is anyio's, not Django's, so nothing else would ever close them. These are
+    probes and diagnostics, not hot paths, so a fresh connection per call is affordable."""
+    try:
+        return fn(*args)
+    finally:
+        db.connections.close_all()
+
+
 async def readyz(cfg: EcoConfig) -> tuple[int, dict[str, Any]]:
     # The catalog reads the database: keep the ORM off the event loop.
-    ready, body = await to_thread.run_sync(ports.readiness, cfg)
+    ready, body = await to_thread.run_sync(_db_call, ports.readiness, cfg)
     return (200 if ready else 503), body
 
 
 async def catalog_status(cfg: EcoConfig) -> dict[str, Any]:
-    return await to_thread.run_sync(ports.catalog_status, cfg)
+    return await to_thread.run_sync(_db_call, ports.catalog_status, cfg)
 
 
 async def api_check(client: Any) -> dict[str, Any]:
