@@ -23,7 +23,6 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from catalog import months
 from catalog.models import CatalogState, Location, Product, ProductSiteAvailability, Release, Site
 
 CHECK_INTERVAL_S = 1.0
@@ -40,21 +39,30 @@ def words(text: str) -> list[str]:
 
 
 def merge(intervals: list[Interval]) -> tuple[Interval, ...]:
-    out: list[list[int]] = []
-    for a, b in sorted(intervals):
-        if out and a <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], b)
+    if not intervals:
+        return ()
+    ordered = sorted(intervals)
+    out: list[Interval] = []
+    ca, cb = ordered[0]
+    for a, b in ordered[1:]:
+        if a <= cb + 1:
+            if b > cb:
+                cb = b
         else:
-            out.append([a, b])
-    return tuple((a, b) for a, b in out)
+            out.append((ca, cb))
+            ca, cb = a, b
+    out.append((ca, cb))
+    return tuple(out)
 
 
 def parse_ranges(ranges: list[str]) -> tuple[Interval, ...]:
+    """Stored intervals ("YYYY-MM/YYYY-MM", sorted and disjoint) as month-index pairs."""
     out = []
     for r in ranges:
-        a, _, b = r.partition("/")
-        out.append((months.month_index(a), months.month_index(b or a)))
-    return merge(out)
+        a = int(r[:4]) * 12 + int(r[5:7]) - 1
+        b = int(r[8:12]) * 12 + int(r[13:15]) - 1 if len(r) > 7 else a
+        out.append((a, b))
+    return tuple(out)
 
 
 def overlaps(intervals: tuple[Interval, ...], lo: int, hi: int) -> bool:
@@ -214,24 +222,27 @@ def _fuzzy(word: str, vocab: list[str]) -> list[tuple[str, float]]:
 
 # -- building ------------------------------------------------------------------------------
 
-def _cell(row: ProductSiteAvailability) -> Cell:
-    by_release = {rel: parse_ranges(r) for rel, r in row.by_release.items()}
+def _cell(product_code: str, site_code: str, ranges: dict[str, list[str]], first: str, last: str,
+          count: int) -> Cell:
+    by_release = {rel: parse_ranges(r) for rel, r in ranges.items()}
     return Cell(
-        product_code=row.product_code,
-        site_code=row.site_code,
+        product_code=product_code,
+        site_code=site_code,
         all=merge([iv for ivs in by_release.values() for iv in ivs]),
         by_release=by_release,
-        ranges=row.by_release,
-        first_month=row.first_month,
-        last_month=row.last_month,
-        month_count=row.month_count,
+        ranges=ranges,
+        first_month=first,
+        last_month=last,
+        month_count=count,
     )
 
 
 def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> CatalogIndex:
     cells_by_product: dict[str, dict[str, Cell]] = {}
-    for row in ProductSiteAvailability.objects.all().iterator(chunk_size=2000):
-        cells_by_product.setdefault(row.product_code, {})[row.site_code] = _cell(row)
+    rows = ProductSiteAvailability.objects.values_list(
+        "product_code", "site_code", "by_release", "first_month", "last_month", "month_count")
+    for row in rows.iterator(chunk_size=2000):
+        cells_by_product.setdefault(row[0], {})[row[1]] = _cell(*row)
     products: list[ProductEntry] = []
     for p in Product.objects.all().order_by("product_code"):
         cells = cells_by_product.get(p.product_code, {})
