@@ -123,7 +123,8 @@ class EcoHttpApp:
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
-        assert message["type"] == "lifespan.startup"
+        if message["type"] != "lifespan.startup":
+            return
         stack = AsyncExitStack()
         try:
             await stack.enter_async_context(self.manager.run())
@@ -135,7 +136,7 @@ class EcoHttpApp:
             await send({"type": "lifespan.startup.failed", "message": str(exc)})
             return
         await send({"type": "lifespan.startup.complete"})
-        message = await receive()
+        await receive()  # lifespan.shutdown
         if self.prewarm_task is not None:
             self.prewarm_task.cancel()
         await stack.aclose()
