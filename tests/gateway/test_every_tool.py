@@ -1,0 +1,37 @@
+"""Every registered tool, called through the gateway against the simulator, answers either an
+error with a stable code or a result that validates against the tool's own output schema. New
+tool families are covered the moment they are registered."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+from mcp import Client
+
+from eco_service import config as eco_config
+from eco_service.errors import CODES
+from mcp_gateway.registry import default_registry
+from mcp_gateway.server import build_server
+from tests.gateway.conftest import make_cfg
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def test_every_tool_answers_a_schema_valid_result_or_a_stable_error(fresh_sim, monkeypatch):
+    cfg = make_cfg(server__transport="stdio", eco__base_url=fresh_sim.base_url, eco__graphql_url=fresh_sim.graphql_url,
+                   eco__retries__max_attempts=1, downloads__enabled=False)
+    monkeypatch.setattr(eco_config, "_active", cfg)
+    seen = {}
+    async with Client(build_server(cfg), mode="2026-07-28") as client:
+        tools = (await client.list_tools()).tools
+        for tool in tools:
+            result = await client.call_tool(tool.name, {})
+            if result.is_error:
+                code = result.structured_content["error"]["code"]
+                assert code in CODES and code != "internal_error", (tool.name, result.structured_content)
+                seen[tool.name] = code
+            else:
+                jsonschema.Draft202012Validator(tool.output_schema).validate(result.structured_content)
+                seen[tool.name] = "ok"
+    assert set(seen) == set(default_registry().names())
+    assert seen["eco_ping"] == "ok", seen
