@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import jsonschema
 import pytest
+from asgiref.sync import sync_to_async
+from django import db
 from mcp import Client
 
 from eco_service import config as eco_config
@@ -33,5 +35,8 @@ async def test_every_tool_answers_a_schema_valid_result_or_a_stable_error(fresh_
             else:
                 jsonschema.Draft202012Validator(tool.output_schema).validate(result.structured_content)
                 seen[tool.name] = "ok"
+    # Tools read the ORM through sync_to_async's shared thread: close its connection, or the test
+    # database cannot be dropped at the end of the session.
+    await sync_to_async(db.connections.close_all)()
     assert set(seen) == set(default_registry().names())
     assert seen["eco_ping"] == "ok", seen
