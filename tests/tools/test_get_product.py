@@ -148,3 +148,13 @@ async def test_bad_inputs_give_the_spec_codes_naming_the_field(run_tool):
         out = await run_tool("eco_get_product", args)
         error_of(out, code, field)
         assert out.requests == 0, args
+
+
+async def test_a_future_product_has_an_empty_availability_summary_and_no_rows(run_tool, sim):
+    future = next(c for c, p in sim.world.products.items() if p["productStatus"] == "FUTURE")
+    body = (await run_tool("eco_get_product", {"product": future})).ok
+    assert body["productStatus"] == "FUTURE" and body["releases"] == [] and body["latestRelease"] is None
+    assert body["availability"] == {"siteCount": 0, "firstMonth": None, "lastMonth": None, "monthRange": None,
+                                    "siteMonths": 0, "byRelease": {}}
+    avail = (await run_tool("eco_get_availability", {"product": future})).ok
+    assert avail["rows"] == [] and avail["summary"]["rows"] == 0 and avail["page"]["nextOffset"] is None
