@@ -73,7 +73,8 @@ class UpstreamClient:
 
             self._redis = aioredis.from_url(redis_url)
         if ratelimiter is None:
-            ratelimiter = RedisBuckets(self._redis) if self._redis is not None else LocalBuckets(clock or time.monotonic)
+            ratelimiter = (RedisBuckets(self._redis, prefix=f"eco:rl:{namespace}:") if self._redis is not None
+                           else LocalBuckets(clock or time.monotonic))
         self.ratelimiter = ratelimiter
         self.cache = cache or UpstreamCache(cfg.cache, redis_client=self._redis, clock=clock or time.time)
         self.http = UpstreamHttp(cfg, buckets=ratelimiter, transport=transport,
