@@ -163,7 +163,7 @@ class UpstreamHttp:
                     await resp.aclose()
                 if resp.status_code == 429:
                     wait = retry_after_from(resp.headers, retries.retry_after_default_s)
-                    await self.buckets.observe(identity, budget, remaining=0, reset_s=wait, low_water=0)
+                    await self.buckets.observe(identity, budget, remaining=0, hold_s=wait, low_water=0)
                     last = mapping.rate_limited(call.endpoint, wait)
                     if wait > self.cfg.eco.rate_limit.max_wait_s:
                         raise last
@@ -240,8 +240,12 @@ class UpstreamHttp:
         acct = context.current()
         if acct is not None:
             acct.rate_limit_remaining, acct.rate_limit_limit = remaining, limit
-        await self.buckets.observe(identity, budget, remaining=remaining, reset_s=float(reset or 1),
-                                   low_water=self.cfg.eco.rate_limit.low_water)
+        low_water = self.cfg.eco.rate_limit.low_water
+        # At low water, hold until NEON has refilled past it again, and never longer than its
+        # reset (the time to a full refill): waiting for a *full* refill would refuse every
+        # call for ~100 s at the anonymous rate, where one token is back in about half a second.
+        hold = min(float(reset if reset is not None else 1), (low_water - remaining + 1) / budget.rate)
+        await self.buckets.observe(identity, budget, remaining=remaining, hold_s=max(hold, 0.0), low_water=low_water)
 
 
 def _int_header(headers: httpx.Headers, name: str) -> int | None:

@@ -11,7 +11,9 @@ with one interface:
 
 `take()` never sleeps: it returns 0 when a request may go now, else the seconds to wait.
 `observe()` folds in what NEON's `x-ratelimit-*` headers said, which are authoritative: our
-local count can drift (other clients on the same IP, restarts), theirs cannot.
+local count can drift (other clients on the same IP, restarts), theirs cannot. It only ever
+lowers our count (raising it would spend the 10 % margin), and at `low_water` or below it
+holds the identity for `hold_s` (the caller derives it from NEON's reset; a 429's wait).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ class Buckets(Protocol):
 
     async def take(self, identity: str, budget: Budget) -> float: ...
 
-    async def observe(self, identity: str, budget: Budget, *, remaining: int, reset_s: float, low_water: int) -> None: ...
+    async def observe(self, identity: str, budget: Budget, *, remaining: int, hold_s: float, low_water: int) -> None: ...
 
     async def level(self, identity: str, budget: Budget) -> float | None: ...
 
@@ -100,12 +102,12 @@ class LocalBuckets:
                 return 0.0
             return (1.0 - b.tokens) / budget.rate
 
-    async def observe(self, identity: str, budget: Budget, *, remaining: int, reset_s: float, low_water: int) -> None:
+    async def observe(self, identity: str, budget: Budget, *, remaining: int, hold_s: float, low_water: int) -> None:
         with self._lock:
             b, now = self._refill(identity, budget)
             b.tokens = min(b.tokens, float(max(0, remaining - low_water)))
             if remaining <= low_water:
-                b.blocked_until = max(b.blocked_until, now + max(reset_s, 0.0))
+                b.blocked_until = max(b.blocked_until, now + max(hold_s, 0.0))
 
     async def level(self, identity: str, budget: Budget) -> float | None:
         with self._lock:
@@ -140,14 +142,14 @@ redis.call('EXPIRE', KEYS[1], math.ceil(cap / rate) + 60)
 return tostring(wait)
 """
 
-# ARGV = capacity, rate, remaining, reset seconds, low_water. A 429 is observed as remaining 0.
+# ARGV = capacity, rate, remaining, hold seconds, low_water. A 429 is observed as remaining 0.
 _OBSERVE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local cap = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
 local remaining = tonumber(ARGV[3])
-local reset = tonumber(ARGV[4])
+local hold = tonumber(ARGV[4])
 local low = tonumber(ARGV[5])
 local h = redis.call('HMGET', KEYS[1], 'tokens', 'ts', 'blocked')
 local tokens = tonumber(h[1]) or cap
@@ -155,7 +157,7 @@ local ts = tonumber(h[2]) or now
 local blocked = tonumber(h[3]) or 0
 tokens = math.min(cap, tokens + math.max(0, now - ts) * rate)
 tokens = math.min(tokens, math.max(0, remaining - low))
-if remaining <= low then blocked = math.max(blocked, now + reset) end
+if remaining <= low then blocked = math.max(blocked, now + hold) end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now), 'blocked', tostring(blocked))
 redis.call('EXPIRE', KEYS[1], math.ceil(cap / rate) + 60)
 return tostring(tokens)
@@ -179,9 +181,9 @@ class RedisBuckets:
         wait = await self._take(keys=[self._key(identity)], args=[budget.capacity, budget.rate])
         return float(wait)
 
-    async def observe(self, identity: str, budget: Budget, *, remaining: int, reset_s: float, low_water: int) -> None:
+    async def observe(self, identity: str, budget: Budget, *, remaining: int, hold_s: float, low_water: int) -> None:
         await self._observe(keys=[self._key(identity)],
-                            args=[budget.capacity, budget.rate, remaining, reset_s, low_water])
+                            args=[budget.capacity, budget.rate, remaining, hold_s, low_water])
 
     async def level(self, identity: str, budget: Budget) -> float | None:
         raw = await self._redis.hget(self._key(identity), "tokens")

@@ -58,21 +58,29 @@ async def test_wait_longer_than_max_wait_gives_rate_limited_before_any_request(c
     assert len(seen) == 3 and clock.sleeps == []
 
 
-async def test_remaining_at_low_water_waits_for_the_upstream_reset(client_factory, clock):
-    client = client_factory(_handler({"x-ratelimit-remaining": "5", "x-ratelimit-reset": "4"}),
+async def test_remaining_at_low_water_waits_until_upstream_refilled_past_it(client_factory, clock):
+    client = client_factory(_handler({"x-ratelimit-remaining": "5", "x-ratelimit-reset": "98"}),
                             cfg=make_cfg({"ECO_MCP_CACHE__ENABLED": "false"}))
     await client.site("ABBY")
     await client.site("ABBY")
-    assert clock.sleeps == [4.0]
+    assert clock.sleeps == [pytest.approx(1 / 1.8)]  # one token above low water at our 1.8/s
+
+
+async def test_low_water_wait_never_exceeds_neons_reset(client_factory, clock):
+    client = client_factory(_handler({"x-ratelimit-remaining": "0", "x-ratelimit-reset": "2"}),
+                            cfg=make_cfg({"ECO_MCP_CACHE__ENABLED": "false"}))
+    await client.site("ABBY")
+    await client.site("ABBY")
+    assert clock.sleeps == [2.0]
 
 
 async def test_upstream_remaining_lowers_our_count_but_never_raises_it(clock):
     buckets = LocalBuckets(clock)
     budget = Budget(capacity=180, rate=1.8)
     await buckets.take("anonymous", budget)
-    await buckets.observe("anonymous", budget, remaining=12, reset_s=90, low_water=5)
+    await buckets.observe("anonymous", budget, remaining=12, hold_s=90, low_water=5)
     assert await buckets.level("anonymous", budget) == 7
-    await buckets.observe("anonymous", budget, remaining=199, reset_s=0, low_water=5)
+    await buckets.observe("anonymous", budget, remaining=199, hold_s=0, low_water=5)
     assert await buckets.level("anonymous", budget) == 7
 
 
@@ -113,7 +121,7 @@ async def test_redis_bucket_hands_out_exactly_the_burst_to_concurrent_processes_
         waits = await asyncio.gather(*(buckets[i % 2].take("anonymous", budget) for i in range(30)))
         assert sum(1 for w in waits if w == 0) == 10
         assert all(w > 0 for w in waits if w != 0)
-        await buckets[0].observe("anonymous", budget, remaining=3, reset_s=5, low_water=5)
+        await buckets[0].observe("anonymous", budget, remaining=3, hold_s=5, low_water=5)
         assert 4.0 < await buckets[1].take("anonymous", budget) <= 5.0
     finally:
         for c in conns:
