@@ -125,20 +125,29 @@ class UpstreamCache:
 
     async def _single_flight(self, key: str, ttl: float, fetch: Callable[[], Awaitable[Any]]) -> tuple[Any, bool]:
         """(value, True) for the caller that fetched, (value, False) for those that waited."""
-        waiting = self._inflight.get(key)
-        if waiting is not None:
-            return await asyncio.shield(waiting), False
+        while (waiting := self._inflight.get(key)) is not None:
+            try:
+                return await asyncio.shield(waiting), False
+            except asyncio.CancelledError:
+                # The fetching caller was cancelled (its client went away), not us: take over.
+                task = asyncio.current_task()
+                if not waiting.cancelled() or (task is not None and task.cancelling()):
+                    raise
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
             value = await fetch()
             await self.put(key, ttl, value)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # mark retrieved: nobody else may be waiting
             raise
         finally:
-            self._inflight.pop(key, None)
+            if self._inflight.get(key) is future:
+                del self._inflight[key]
         future.set_result(value)
         return value, True
 

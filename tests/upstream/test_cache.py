@@ -185,3 +185,31 @@ async def test_redis_backed_cache_caps_entries_and_clears_only_its_own_keys(redi
         await cache.clear()
         await conn.delete(f"{prefix}-not-ours")
         await conn.aclose()
+
+
+async def test_waiters_take_over_when_the_fetching_caller_is_cancelled(client_factory):
+    import httpx
+
+    from .conftest import reply, sample
+
+    release = asyncio.Event()
+    calls = 0
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await release.wait()  # the first fetch hangs until its caller is cancelled
+        return reply(200, sample("sites_ABBY.json"))
+
+    client = client_factory(handle)
+    leader = asyncio.create_task(client.site("ABBY"))
+    await asyncio.sleep(0.01)
+    waiter = asyncio.create_task(client.site("ABBY"))
+    await asyncio.sleep(0.01)
+    leader.cancel()
+    site = await asyncio.wait_for(waiter, 5)
+    release.set()
+    assert site.site_code == "ABBY" and calls == 2
+    with pytest.raises(asyncio.CancelledError):
+        await leader
