@@ -149,3 +149,31 @@ def test_site_query_matching_nothing_suggests_sites(idx):
 def test_bad_site_search_input_names_the_field(idx, kwargs, field):
     e = error_of(search_sites, index=idx, **kwargs)
     assert e.code == "invalid_argument" and e.message.startswith(field)
+
+
+# -- selectors -------------------------------------------------------------------------------
+
+def test_get_product_from_the_catalog_echoes_the_resolution(idx):
+    from catalog.selectors import get_product
+
+    view = get_product("Breeding landbird point counts", index=idx)
+    assert view.product.code == "DP1.10003.001" and view.product.specs_count >= 0
+    assert view.resolved["product"]["matchedBy"] == "name"
+    assert view.product.releases and view.product.releases[-1]["doi"].startswith("https://doi.org/")
+
+
+def test_get_site_lists_the_products_available_there(idx):
+    from catalog.selectors import get_site
+
+    view = get_site("harv", index=idx)
+    assert view.site.code == "HARV" and view.site.elevation is not None
+    assert {p.code for p in view.products} == {p.code for p in idx.products if "HARV" in p.sites}
+
+
+def test_reference_lists_of_sites_and_releases(idx):
+    from catalog.selectors import list_releases, list_sites
+
+    assert len(list_sites(index=idx)) == 81
+    releases = list_releases(index=idx)
+    assert releases.latest == "RELEASE-2026" and len(releases.releases) == 6
+    assert all(r.product_count > 0 and r.generation_date for r in releases.releases)
