@@ -84,7 +84,8 @@ class UpstreamHttp:
         self._sleep = sleep
         self._clock = clock
         self._sem = asyncio.Semaphore(cfg.eco.max_concurrency)
-        self._upstream_hosts = {urlsplit(cfg.eco.base_url).netloc.lower(), urlsplit(cfg.eco.graphql_url).netloc.lower()}
+        # (scheme, host:port) pairs: a redirect to http:// on the same host must not get the token.
+        self._upstream_origins = {(u.scheme, u.netloc.lower()) for u in map(urlsplit, (cfg.eco.base_url, cfg.eco.graphql_url))}
         self.headroom: dict[str, Headroom] = {}
         self.requests_sent = 0
         self._client = httpx.AsyncClient(
@@ -136,7 +137,7 @@ class UpstreamHttp:
         return token if self.cfg.token_for_public_endpoints else None
 
     def _is_upstream(self, url: httpx.URL) -> bool:
-        return url.netloc.decode().lower() in self._upstream_hosts
+        return (url.scheme, url.netloc.decode().lower()) in self._upstream_origins
 
     # ------------------------------------------------------------------ request
     async def request(self, call: Call, *, token: str | None = None, stream: bool = False) -> httpx.Response:
@@ -144,10 +145,13 @@ class UpstreamHttp:
         is not read: the caller must `aclose()` the response."""
         identity = token_hash(token)
         retries = self.cfg.eco.retries
+        # Signed storage URLs are not NEON's API: they do not spend its rate budget.
+        limited = self._is_upstream(httpx.URL(call.url))
         last: EcoError | None = None
         for attempt in range(retries.max_attempts):
             budget = self._budget(identity, token)
-            await self._acquire(identity, budget, call.endpoint)
+            if limited:
+                await self._acquire(identity, budget, call.endpoint)
             try:
                 async with self._sem:
                     resp = await self._send(call, token, stream=stream)

@@ -150,3 +150,36 @@ async def test_token_is_absent_from_logs_errors_and_cache_keys(sim_client, fresh
         assert not any(secret in rec.getMessage() for rec in caplog.records)
         assert not any(secret in repr(e) or secret in str(e.to_dict()) for e in errors)
         assert secret not in str(client.rate_limit_info()) and secret not in str(client.cache_info())
+
+
+async def test_redirect_to_plain_http_on_the_upstream_host_does_not_get_the_token(client_factory):
+    import httpx
+
+    from .conftest import make_cfg, reply, sample
+
+    seen: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.scheme == "https":
+            return httpx.Response(302, headers={"location": "http://data.neonscience.org/api/v0/sites/ABBY"})
+        return reply(200, sample("sites_ABBY.json"))
+
+    client = client_factory(handle, cfg=make_cfg({"ECO_MCP_ECO__API_TOKEN": CANARY}))
+    await client.site("ABBY")
+    assert [r.url.scheme for r in seen] == ["https", "http"]
+    assert seen[0].headers.get("x-api-token") == CANARY and "x-api-token" not in seen[1].headers
+
+
+async def test_storage_downloads_do_not_spend_the_upstream_rate_budget(client_factory, clock):
+    import httpx
+
+    from .conftest import make_cfg
+
+    client = client_factory(lambda request: httpx.Response(200, content=b"x" * 10),
+                            cfg=make_cfg({"ECO_MCP_ECO__RATE_LIMIT__ANONYMOUS_BURST": "1",
+                                          "ECO_MCP_ECO__RATE_LIMIT__MAX_WAIT_S": "0"}))
+    for _ in range(5):
+        async with client.stream("https://storage.googleapis.com/neon-publication/a.csv") as resp:
+            assert await resp.aread() == b"x" * 10
+    assert clock.sleeps == []
