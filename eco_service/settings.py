@@ -139,5 +139,7 @@ LOGGING = {
     "loggers": {
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
+        # The SDK logs "Terminating session: None" at INFO for every stateless request.
+        "mcp.server.streamable_http": {"level": "WARNING"},
     },
 }
