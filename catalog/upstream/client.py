@@ -457,9 +457,16 @@ def _process_parts(cfg: EcoConfig) -> tuple[GraphQLBreaker, LocalBuckets, str]:
 
 def get_client() -> UpstreamClient:
     """The shared client for the running event loop, built from the active configuration
-    on first use (and again after `set_config()` installs another one)."""
-    loop = asyncio.get_running_loop()
+    on first use (and again after `set_config()` installs another one).
+
+    Called with no event loop running (a worker thread computing /readyz), it returns a
+    status view sharing the process's breaker and buckets: read its `graphql_available`,
+    `breaker_state()`, `cache_info()`, `rate_limit_info()`; do not send requests with it."""
     cfg = get_config()
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return _status_view(cfg)
     client = _clients.get(loop)
     if client is None or client.closed or client.cfg is not cfg:
         if client is not None and not client.closed:
@@ -470,6 +477,16 @@ def get_client() -> UpstreamClient:
         client = _clients[loop] = UpstreamClient(cfg, breaker=breaker, namespace=namespace,
                                                  ratelimiter=None if _redis_url() else buckets)
     return client
+
+
+def _status_view(cfg: EcoConfig) -> UpstreamClient:
+    view = _shared.get("status_view")
+    if view is None or view.cfg is not cfg:
+        breaker, buckets, namespace = _process_parts(cfg)
+        # Own cache object (no Redis connection): nothing here may bind to an event loop.
+        view = _shared["status_view"] = UpstreamClient(cfg, breaker=breaker, namespace=namespace, ratelimiter=buckets,
+                                                       cache=UpstreamCache(cfg.cache))
+    return view
 
 
 def graphql_breaker_state() -> dict[str, Any]:

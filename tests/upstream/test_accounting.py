@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from catalog.upstream.client import UpstreamClient, close_clients, get_client
 from catalog.upstream.context import call_scope
 from eco_service import config as eco_config
+from eco_service.errors import EcoError
 from eco_service.healthcheck import acheck, run_check
 from eco_service.redact import token_hash
 
@@ -80,3 +83,21 @@ def test_check_from_the_command_line_reports_an_unreachable_upstream():
     verdict = run_check(cfg)
     assert verdict["reachable"] is False and verdict["error"]["code"] == "upstream_unavailable"
     assert verdict["tokenStatus"] == "none"
+
+
+async def test_client_from_a_thread_without_a_loop_shows_the_process_breaker(eco_cfg, fresh_sim):
+    import asyncio
+
+    eco_config.set_config(make_cfg(sim_env(fresh_sim)))
+    try:
+        client = get_client()
+        fresh_sim.faults.add("graphql_outage")
+        for _ in range(2):
+            with pytest.raises(EcoError):
+                await client.graphql("{ sites { siteCode } }")
+        view = await asyncio.to_thread(get_client)
+        assert view is not client
+        assert view.graphql_available is False and view.breaker_state()["state"] == "open"
+    finally:
+        eco_config.set_config(eco_cfg)
+        await close_clients()
