@@ -24,7 +24,7 @@ from .world import World, month_add
 try:  # optional accelerator; a pure-Python fallback keeps the simulator dependency-free
     import google_crc32c
 except ImportError:  # pragma: no cover
-    google_crc32c = None
+    google_crc32c = None  # type: ignore[assignment]  # None marks the optional module as absent
 
 _CRC_TABLE: list[int] = []
 
@@ -204,8 +204,8 @@ class DataFiles:
 
     def _generate(self, spec: FileSpec) -> bytes:
         r = random.Random(f"{self.world.seed}|file|{spec.name}")
-        ym = re.search(r"\.(\d{4}-\d{2})\.", spec.name)
-        ym = ym.group(1) if ym else "2020-01"
+        m = re.search(r"\.(\d{4}-\d{2})\.", spec.name)
+        ym = m.group(1) if m else "2020-01"
         if spec.kind == "h5":
             return b"\x89HDF\r\n\x1a\n" + r.randbytes(r.randint(10_500_000, 12_500_000))
         if spec.kind == "tile":

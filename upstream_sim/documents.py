@@ -23,7 +23,7 @@ class Documents:
 
     def lookup(self, number: str) -> tuple[str, dict] | None:
         if self._index is None:
-            idx = {}
+            idx: dict[str, tuple[str, dict]] = {}
             for code, p in self.world.products.items():
                 for spec in p["specs"]:
                     idx.setdefault(spec["specNumber"], (code, spec))

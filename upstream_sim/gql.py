@@ -6,7 +6,18 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
-from graphql import GraphQLError, TypeInfo, TypeInfoVisitor, Visitor, build_schema, execute, parse, validate, visit
+from graphql import (
+    ExecutionResult,
+    GraphQLError,
+    TypeInfo,
+    TypeInfoVisitor,
+    Visitor,
+    build_schema,
+    execute,
+    parse,
+    validate,
+    visit,
+)
 from graphql.language import get_location
 from starlette.requests import Request
 from starlette.responses import Response
@@ -266,6 +277,8 @@ def run_query(sim, urls: Urls, query: str, variables: dict | None, operation: st
         return {"errors": errors}
     result = execute(schema(), doc, root_value=Resolvers(sim, urls).root(), variable_values=variables,
                      operation_name=operation)
+    if not isinstance(result, ExecutionResult):  # an awaitable: only async resolvers produce one
+        raise RuntimeError("the simulator's GraphQL schema must resolve synchronously")
     out: dict = {}
     if result.errors:
         out["errors"] = [_exec_error(e) for e in result.errors]

@@ -227,7 +227,7 @@ def render_location(locs: Locations, node: dict, api: str, hierarchy: bool = Fal
 
 def _history(node: dict) -> list[dict]:
     start, _ = node.get("_active", (None, None))
-    current = {"current": True, "locationStartDate": start or "2014-06-10T00:00:00Z", "locationEndDate": None}
+    current: dict = {"current": True, "locationStartDate": start or "2014-06-10T00:00:00Z", "locationEndDate": None}
     current.update(_coords(node))
     if "_polygon" in node:
         current["locationPolygon"] = node["_polygon"]
@@ -245,6 +245,8 @@ def _parent_chain(locs: Locations, name: str | None, api: str) -> dict | None:
     if not name:
         return None
     node = locs.get(name)
+    if node is None:
+        raise LookupError(f"parent location {name!r} is not in the simulated hierarchy")
     out = {"locationName": name, "locationDescription": node["locationDescription"],
            "locationType": node["locationType"]}
     if node["_parent"]:

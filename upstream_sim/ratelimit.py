@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from threading import Lock
 
@@ -40,7 +41,7 @@ class Decision:
 @dataclass
 class RateLimiter:
     limits: Limits = field(default_factory=Limits)
-    clock: object = time.monotonic
+    clock: Callable[[], float] = time.monotonic
     _buckets: dict = field(default_factory=dict)
     _lock: Lock = field(default_factory=Lock)
 

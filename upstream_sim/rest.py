@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from typing import cast
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -211,8 +212,9 @@ async def locations_sites(request: Request) -> Response:
     sim = st(request)
     api = urls_for(request).api
     locs = sim.locations
+    # Locations builds a node for every world site up front, so get() finds each of them.
     return cached(request, ("locations-sites",),
-                  lambda: [render_location(locs, locs.get(s), api) for s in sorted(sim.world.sites)])
+                  lambda: [render_location(locs, cast(dict, locs.get(s)), api) for s in sorted(sim.world.sites)])
 
 
 async def location(request: Request) -> Response:

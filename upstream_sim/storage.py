@@ -25,7 +25,7 @@ def gcs_error(status: int, code: str, message: str) -> Response:
     return Response(body, status, media_type="application/xml; charset=UTF-8")
 
 
-def _lookup(sim, path: str) -> tuple[str, bytes] | None:
+def _lookup(sim, path: str) -> tuple[str, bytes, str | None] | None:
     m = DATA_PATH.match(path)
     if m:
         w = sim.world
@@ -58,10 +58,11 @@ async def storage_object(request: Request) -> Response:
         return gcs_error(400, "ExpiredToken", "Invalid argument.")
     if problem:
         return gcs_error(403, problem, "Access denied.")
+    found: tuple[str, bytes, str | None] | None
     if bucket == "neon-publication-proto":
         m = re.match(r"^datasets/(?P<uuid>[^/]+)/(?P<name>[^/]+)$", path)
         ds = sim.prototypes.datasets.get(m["uuid"]) if m else None
-        f = next((f for f in ds["_files"] if f["fileName"] == m["name"]), None) if ds else None
+        f = next((f for f in ds["_files"] if f["fileName"] == m["name"]), None) if ds and m else None
         found = (f["fileName"], proto_bytes(f), None) if f else None
     else:
         found = _lookup(sim, path)
