@@ -335,7 +335,7 @@ def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catal
                 ),
             )
         )
-    releases = [
+    release_entries = [
         ReleaseEntry(r.tag, r.uuid, r.generation_date, r.product_count, tuple(r.artifacts), dict(r.product_dois))
         for r in Release.objects.all().order_by("tag")
     ]
@@ -346,7 +346,7 @@ def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catal
         by_code={p.code: p for p in products},
         sites=sites,
         site_by_code={s.code: s for s in sites},
-        releases=releases,
+        releases=release_entries,
         domains=domains,
         postings=postings,
         field_of=field_of,

@@ -17,7 +17,8 @@ def to_ranges(months: Iterable[str]) -> list[str]:
     """Consecutive months folded into ISO intervals: ['2020-01/2020-03', '2020-05/2020-05']."""
     idx = sorted({month_index(m) for m in months})
     out: list[str] = []
-    start = prev = None
+    start: int | None = None
+    prev = 0  # set together with start; only read once start is set
     for k in idx:
         if start is None:
             start = prev = k

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from catalog.index import CatalogIndex, get_index, words
+from catalog.index import CatalogIndex, ReleaseEntry, get_index, words
 from eco_service.errors import EcoError
 
 FULL_CODE = re.compile(r"^DP[1-4]\.\d{5}\.\d{3}$")
@@ -148,7 +148,7 @@ def resolve_release(text: str | None, *, index: CatalogIndex | None = None, fiel
     idx = index or get_index()
     upper = raw.upper()
     # The product catalog knows the tags too, so a missing releases catalog does not break this.
-    known = {r.tag: r for r in idx.releases}
+    known: dict[str, ReleaseEntry | None] = {r.tag: r for r in idx.releases}
     for p in idx.products:
         for tag in p.release_tags:
             known.setdefault(tag, None)
@@ -162,9 +162,11 @@ def resolve_release(text: str | None, *, index: CatalogIndex | None = None, fiel
         if not valid:
             raise EcoError("catalog_unavailable", "the releases catalog has not been built yet")
         tag = valid[-1]
-        return ResolvedRelease(tag, known[tag].uuid if known[tag] else None, raw, "latest")
+        entry = known[tag]
+        return ResolvedRelease(tag, entry.uuid if entry else None, raw, "latest")
     if upper in known:
-        return ResolvedRelease(upper, known[upper].uuid if known[upper] else None, raw, "tag")
+        entry = known[upper]
+        return ResolvedRelease(upper, entry.uuid if entry else None, raw, "tag")
     for r in idx.releases:
         if r.uuid and r.uuid.lower() == raw.lower():
             return ResolvedRelease(r.tag, r.uuid, raw, "uuid")

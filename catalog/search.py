@@ -26,6 +26,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from catalog import resolve
 from catalog.index import (
@@ -67,7 +68,7 @@ class ProductSearchResult:
     did_you_mean: list[str] | None
     index_source: str | None
     index_age_seconds: int | None
-    resolved: dict[str, object] = field(default_factory=dict)
+    resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -85,7 +86,7 @@ class SiteSearchResult:
     did_you_mean: list[str] | None
     index_source: str | None
     index_age_seconds: int | None
-    resolved: dict[str, object] = field(default_factory=dict)
+    resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _bad(field_name: str, message: str) -> EcoError:
@@ -151,7 +152,7 @@ def _suggest(idx: CatalogIndex, query: str, qwords: list[str]) -> list[str]:
         alts = idx.product_tokens_for(w)
         fixed.append(max(alts, key=lambda t: t[1])[0] if alts else None)
     if fixed and all(fixed) and fixed != qwords:
-        out.append(" ".join(fixed))
+        out.append(" ".join(f for f in fixed if f))
     names = [p.name for p in idx.products]
     for name, _score, _ in process.extract(query, names, scorer=fuzz.WRatio, score_cutoff=60, limit=5):
         if name not in out:
@@ -194,17 +195,17 @@ def search_products(
     domain = _domain(domain_code)
     idx = index or get_index()
     _ready(idx, "products")
-    resolved: dict[str, object] = {}
+    resolved: dict[str, dict[str, Any]] = {}
     site_code = None
     if site is not None:
-        r = resolve.resolve_site(site, index=idx)
-        site_code = r.code
-        resolved["site"] = r.echo()
+        rs = resolve.resolve_site(site, index=idx)
+        site_code = rs.code
+        resolved["site"] = rs.echo()
     rel = None
     if release is not None:
-        r = resolve.resolve_release(release, index=idx)
-        rel = r.tag
-        resolved["release"] = r.echo()
+        rr = resolve.resolve_release(release, index=idx)
+        rel = rr.tag
+        resolved["release"] = rr.echo()
     domain_sites = {s.code for s in idx.sites if s.domain_code == domain} if domain else None
     window = lo is not None or hi is not None
     wlo, whi = (lo if lo is not None else -1), (hi if hi is not None else 10**9)
@@ -294,7 +295,9 @@ def _available(p: ProductEntry, site_code, domain_sites, rel, window: bool, lo: 
     if rel and not ivs:
         # Released with no availability rows (e.g. AOP mosaics): the product's release list decides.
         return rel in p.release_tags and not window
-    return bool(ivs) and (not window or overlaps(ivs, lo, hi))
+    if not ivs:
+        return False
+    return not window or overlaps(ivs, lo, hi)
 
 
 # -- sites ---------------------------------------------------------------------------------
@@ -359,17 +362,17 @@ def search_sites(
         raise _bad("radius_km", "must be > 0 and <= 5000")
     idx = index or get_index()
     _ready(idx, "sites")
-    resolved: dict[str, object] = {}
+    resolved: dict[str, dict[str, Any]] = {}
     prod = None
     if product is not None:
-        r = resolve.resolve_product(product, index=idx)
-        prod = idx.by_code[r.code]
-        resolved["product"] = r.echo()
+        rp = resolve.resolve_product(product, index=idx)
+        prod = idx.by_code[rp.code]
+        resolved["product"] = rp.echo()
     rel = None
     if release is not None:
-        r = resolve.resolve_release(release, index=idx)
-        rel = r.tag
-        resolved["release"] = r.echo()
+        rr = resolve.resolve_release(release, index=idx)
+        rel = rr.tag
+        resolved["release"] = rr.echo()
     qwords = [w for w in words(query or "") if w not in STOPWORDS] if query else []
 
     hits: list[SiteHit] = []
@@ -390,12 +393,13 @@ def search_sites(
         score, fields = 0.0, set()
         if qwords:
             matches = [_site_word(s, w) for w in qwords]
-            if not all(matches):
+            found = [m for m in matches if m is not None]
+            if len(found) < len(matches):
                 continue
-            score = sum(m[0] for m in matches)
-            fields = {m[1] for m in matches}
+            score = sum(m[0] for m in found)
+            fields = {m[1] for m in found}
         dist = None
-        if latitude is not None:
+        if latitude is not None and longitude is not None:  # validated above: both or neither
             dist = haversine_km(latitude, longitude, s.latitude, s.longitude)
             if dist > radius_km:
                 continue

@@ -6,10 +6,15 @@ PeriodicTask is created after migrate by catalog.schedule and can be edited in t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from asgiref.sync import async_to_sync
 
 from catalog.models import CATALOGS
 from eco_service.celery import app
+
+if TYPE_CHECKING:
+    from catalog.services.refresh import Source
 
 TASK_NAME = "catalog.refresh_catalogs"
 
@@ -17,7 +22,7 @@ TASK_NAME = "catalog.refresh_catalogs"
 # Bound to the project's app (not shared_task): eco_service/__init__ does not load the app, and
 # the default app would neither run eagerly without a broker nor know the broker.
 @app.task(name=TASK_NAME)
-def refresh_catalogs_task(catalogs: list[str] | None = None, source: str | None = None,
+def refresh_catalogs_task(catalogs: list[str] | None = None, source: Source | None = None,
                           trigger: str = "beat") -> list[dict]:
     from catalog.services import refresh_catalogs
     from catalog.upstream.client import get_client

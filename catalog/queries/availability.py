@@ -203,27 +203,31 @@ async def get_availability(
         r = resolve.resolve_product(product, index=idx)
         prod, resolved["product"] = idx.by_code[r.code], r.echo()
     if site is not None:
-        r = resolve.resolve_site(site, index=idx)
-        st, resolved["site"] = idx.site_by_code[r.code], r.echo()
+        rs = resolve.resolve_site(site, index=idx)
+        st, resolved["site"] = idx.site_by_code[rs.code], rs.echo()
     tag = None
     if release is not None:
-        r = resolve.resolve_release(release, index=idx)
-        tag, resolved["release"] = r.tag, r.echo()
+        rr = resolve.resolve_release(release, index=idx)
+        tag, resolved["release"] = rr.tag, rr.echo()
         notes.append(f"Months as published in {tag} (read from the upstream record of that release).")
     if start_month or end_month:
         notes.append("The month window was applied locally to each release's months.")
 
     wanted: set[str] | None = None
+    # mode follows from which of product/site were given, so the entry it reads was resolved above.
     if mode == "product":
+        assert prod is not None
         wanted = _sites_wanted(idx, site_codes, domain_code, resolved)
         cells = await product_cells(idx, prod.code, release=tag, client=client)
         keyed = {code: (idx.site_by_code[code].name if code in idx.site_by_code else None, cell)
                  for code, cell in cells.items() if wanted is None or code in wanted}
     elif mode == "site":
+        assert st is not None
         wanted = _products_wanted(idx, product_codes, resolved)
         keyed = {code: pair for code, pair in (await site_cells(idx, st.code, release=tag, client=client)).items()
                  if wanted is None or code in wanted}
     else:
+        assert prod is not None and st is not None
         cells = await product_cells(idx, prod.code, release=tag, client=client)
         keyed = {st.code: (st.name, cells[st.code])} if st.code in cells else {}
 
@@ -240,8 +244,10 @@ async def get_availability(
     rows = []
     for key, name, data in shaped[offset:offset + limit]:
         if mode == "site":
+            assert st is not None
             rows.append(_row_dict(data, product_code=key, product_name=name, site_code=st.code, site_name=st.name))
         else:
+            assert prod is not None
             rows.append(_row_dict(data, product_code=prod.code, product_name=prod.name, site_code=key,
                                   site_name=name))
     return AvailabilityAnswer(

@@ -58,7 +58,7 @@ def _location(loc: Any) -> dict[str, Any]:
     }
 
 
-def _catalog_site(idx: CatalogIndex, code: str) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+def _catalog_site(idx: CatalogIndex, code: str) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     s = idx.site_by_code[code]
     base = {"site_name": s.name, "site_description": s.description or None, "site_type": s.site_type,
             "site_latitude": s.latitude, "site_longitude": s.longitude, "state_code": s.state_code,

@@ -46,8 +46,8 @@ def build_products(records: list[ProductRecord]) -> tuple[list[Product], list[Pr
     for r in records:
         code = r.productCode
         rels = sorted(r.releases or [], key=lambda x: x.release)
-        product_cells = [_cell(code, s) for s in (r.siteCodes or [])]
-        product_cells = [c for c in product_cells if c is not None]
+        maybe_cells = [_cell(code, s) for s in (r.siteCodes or [])]
+        product_cells = [c for c in maybe_cells if c is not None]
         cells.extend(product_cells)
         products.append(
             Product(
@@ -155,8 +155,10 @@ def build_locations(sites: list[LocationRecord], realm: LocationTree | None) -> 
         for r in sites
         if r.locationType.upper() == "SITE"
     ]
-    for d in (realm.locationChildHierarchy or []) if realm else []:
-        if d.locationType.upper() == "DOMAIN":
-            rows.append(Location(name=d.locationName, location_type="DOMAIN", description=d.locationDescription or "",
-                                 domain_code=d.locationName, parent=realm.locationName))
+    if realm:
+        for d in realm.locationChildHierarchy or []:
+            if d.locationType.upper() == "DOMAIN":
+                rows.append(Location(name=d.locationName, location_type="DOMAIN",
+                                     description=d.locationDescription or "",
+                                     domain_code=d.locationName, parent=realm.locationName))
     return rows
