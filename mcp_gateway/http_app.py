@@ -165,8 +165,8 @@ class _SingleSseFrame:
 
     async def __call__(self, message: Message) -> None:
         if message["type"] == "http.response.start":
-            headers = dict((k.lower(), v) for k, v in message.get("headers", []))
-            if message["status"] == 200 and headers.get(b"content-type", b"").startswith(b"application/json"):
+            by_name = dict((k.lower(), v) for k, v in message.get("headers", []))
+            if message["status"] == 200 and by_name.get(b"content-type", b"").startswith(b"application/json"):
                 self.start = message
                 return
         elif message["type"] == "http.response.body" and self.start is not None:

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import mcp_types as types
@@ -52,7 +52,7 @@ def _instructions(cfg: EcoConfig) -> str:
 def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any]:
     registry = registry or default_registry()
     http = cfg.is_http
-    transport = "http" if http else "stdio"
+    transport: Literal["stdio", "http"] = "http" if http else "stdio"
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[spec.tool for spec in registry.listed(http=http)])

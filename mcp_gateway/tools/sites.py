@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 from pydantic import Field
@@ -79,7 +79,7 @@ def _steps(args: SearchSitesInput, items: list[SiteSummary], pg: Page, product: 
 async def search_sites_tool(args: SearchSitesInput, call: CallContext) -> SearchSitesOutput:
     cfg = call.cfg
     idx = await catalog_index(cfg)
-    common = dict(query=args.query, domain_code=args.domain_code, state_code=args.state_code,
+    common: dict[str, Any] = dict(query=args.query, domain_code=args.domain_code, state_code=args.state_code,
                   site_type=args.site_type, product=args.product, release=args.release, latitude=args.latitude,
                   longitude=args.longitude, radius_km=args.radius_km, index=idx)
     # The facets describe the whole filtered set, so one unpaged pass (81 sites at most) gives both.
@@ -136,11 +136,18 @@ TOOLS = [
 
 # -- eco_get_site --------------------------------------------------------------------------
 
+SiteSection = Literal["products", "releases", "description", "location", "all"]
+
+
+def _default_include() -> list[SiteSection]:
+    return ["products"]
+
+
 class GetSiteInput(ToolInput):
     site: str = Field(min_length=1, max_length=200, description="Four-letter site code or site name.")
     release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest: the site as published.")
-    include: list[Literal["products", "releases", "description", "location", "all"]] = Field(
-        default_factory=lambda: ["products"], max_length=5,
+    include: list[SiteSection] = Field(
+        default_factory=_default_include, max_length=5,
         description="Sections; products is the default, location reads the site's location record.")
     products_query: str | None = Field(None, max_length=200, description="Only products whose code or title contain this.")
     products_limit: int = Field(100, ge=1, le=300)
