@@ -79,9 +79,10 @@ def _steps(args: SearchSitesInput, items: list[SiteSummary], pg: Page, product: 
 async def search_sites_tool(args: SearchSitesInput, call: CallContext) -> SearchSitesOutput:
     cfg = call.cfg
     idx = await catalog_index(cfg)
-    common: dict[str, Any] = dict(query=args.query, domain_code=args.domain_code, state_code=args.state_code,
-                  site_type=args.site_type, product=args.product, release=args.release, latitude=args.latitude,
-                  longitude=args.longitude, radius_km=args.radius_km, index=idx)
+    common: dict[str, Any] = dict(
+        query=args.query, domain_code=args.domain_code, state_code=args.state_code, site_type=args.site_type,
+        product=args.product, release=args.release, latitude=args.latitude, longitude=args.longitude,
+        radius_km=args.radius_km, index=idx)
     # The facets describe the whole filtered set, so one unpaged pass (81 sites at most) gives both.
     every = await sync_to_async(search_sites)(**common, limit=100, offset=0)
     hits = every.items[args.offset:args.offset + args.limit]
