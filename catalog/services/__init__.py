@@ -28,6 +28,7 @@ from django.conf import settings
 from catalog.models import CATALOGS
 from catalog.services.refresh import RefreshOutcome, refresh_catalog, refresh_catalogs
 from catalog.status import ttl_for
+from catalog.upstream import context
 from eco_service.config import EcoConfig, get_config
 from eco_service.errors import EcoError
 
@@ -94,6 +95,10 @@ async def ensure_catalogs(cfg: EcoConfig | None = None, *, client: Any = None,
     missing = [c for c in await sync_to_async(due_catalogs)(cfg, missing_only=True) if c in need]
     if missing:
         outcomes = await refresh_catalogs(missing, client=_client(client), trigger="first-use", cfg=cfg)
+        # The refresh counts in its own scope; the caller who waited for it paid these requests.
+        acct = context.current()
+        if acct is not None:
+            acct.requests += sum(o.requests for o in outcomes)
         failed = [o for o in outcomes if not o.ok]
         if failed:
             raise EcoError("catalog_unavailable", f"the {failed[0].catalog} catalog could not be built",

@@ -9,10 +9,8 @@ from asgiref.sync import sync_to_async
 from pydantic import Field
 
 from catalog.index import CatalogIndex, get_index
-from catalog.services import due_catalogs, ensure_catalogs, refresh_catalogs
-from catalog.upstream import context
+from catalog.services import ensure_catalogs
 from eco_service.config import EcoConfig
-from eco_service.errors import EcoError
 from mcp_gateway import ports
 from mcp_gateway.models import Page, Source, WireModel
 
@@ -114,22 +112,9 @@ def catalog_source(cfg: EcoConfig, endpoints: list[str]) -> Source:
 
 
 async def catalog_index(cfg: EcoConfig) -> CatalogIndex:
-    """The warm catalog index; builds missing catalogs first, so a cold stdio server still
-    answers its first search. A refresh counts its requests in its own scope, so the first-use
-    build is run here and its requests are added to this call's accounting (the agent sees
-    what the call cost); `ensure_catalogs` then only schedules refresh-ahead."""
-    client = ports.upstream_client()
-    missing = [c for c in await sync_to_async(due_catalogs)(cfg, missing_only=True) if c in NEEDED]
-    if missing:
-        outcomes = await refresh_catalogs(missing, client=client, trigger="first-use", cfg=cfg)
-        acct = context.current()
-        if acct is not None:
-            acct.requests += sum(o.requests for o in outcomes)
-        failed = [o for o in outcomes if not o.ok]
-        if failed:
-            raise EcoError("catalog_unavailable", f"the {failed[0].catalog} catalog could not be built",
-                           details={"cause": failed[0].error})
-    await ensure_catalogs(cfg, client=client, need=NEEDED)
+    """The warm catalog index; builds missing catalogs first (their requests count in this
+    call's accounting), so a cold stdio server still answers its first search."""
+    await ensure_catalogs(cfg, client=ports.upstream_client(), need=NEEDED)
     return await sync_to_async(get_index)()
 
 
