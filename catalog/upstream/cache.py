@@ -170,15 +170,16 @@ class UpstreamCache:
         keep = int(ttl + self._cfg.stale_if_error_s) + 1
         await self._backend.aset(key, {"v": value, "t": self._clock()}, timeout=keep)
         if self._redis is not None:
-            await self._index_and_evict(key)
+            await self._index_and_evict(self._redis, key)
 
-    async def _index_and_evict(self, key: str) -> None:
-        await self._redis.zadd(self._index_key, {key: self._clock()})
-        count = int(await self._redis.zcard(self._index_key))
+    async def _index_and_evict(self, redis: Any, key: str) -> None:
+        # Redis keeps no count of a prefix's keys, so a sorted set indexes ours for max_entries.
+        await redis.zadd(self._index_key, {key: self._clock()})
+        count = int(await redis.zcard(self._index_key))
         self._redis_entries = min(count, self._cfg.max_entries)
         extra = count - self._cfg.max_entries
         if extra > 0:
-            oldest = await self._redis.zpopmin(self._index_key, extra)
+            oldest = await redis.zpopmin(self._index_key, extra)
             await self._backend.adelete_many([k.decode() if isinstance(k, bytes) else k for k, _ in oldest])
 
     def entries(self) -> int | None:
@@ -193,14 +194,14 @@ class UpstreamCache:
         if self.backend_name == "locmem":
             await self._backend.aclear()
         elif self._redis is not None:
-            await self._clear_indexed()
+            await self._clear_indexed(self._redis)
         self.hits = self.misses = 0
 
-    async def _clear_indexed(self) -> None:
-        keys = await self._redis.zrange(self._index_key, 0, -1)
+    async def _clear_indexed(self, redis: Any) -> None:
+        keys = await redis.zrange(self._index_key, 0, -1)
         if keys:
             await self._backend.adelete_many([k.decode() if isinstance(k, bytes) else k for k in keys])
-        await self._redis.delete(self._index_key)
+        await redis.delete(self._index_key)
         self._redis_entries = 0
 
     async def drain(self) -> None:

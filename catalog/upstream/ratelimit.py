@@ -40,7 +40,9 @@ class Budget:
 def budget_for(cfg: RateLimit, *, with_token: bool, upstream_limit: int | None = None) -> Budget:
     """Our budget for one identity; shrinks when NEON's own limit header says it is smaller
     than we assumed (for example a token NEON did not recognise is limited like anonymous)."""
-    capacity, rate = (cfg.token_burst, cfg.token_rps) if with_token else (cfg.anonymous_burst, cfg.anonymous_rps)
+    capacity, rate = (
+        (float(cfg.token_burst), cfg.token_rps) if with_token else (float(cfg.anonymous_burst), cfg.anonymous_rps)
+    )
     if upstream_limit and upstream_limit * 0.9 < capacity:
         scale = upstream_limit * 0.9 / capacity
         capacity, rate = max(1.0, capacity * scale), rate * scale
