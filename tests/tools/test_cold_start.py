@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.apps import apps
 from django.db import connections
 
 from catalog import index
@@ -16,9 +17,17 @@ from mcp_gateway.registry import default_registry
 from tests.tools.conftest import sim_config
 
 
+def _empty_catalog() -> None:
+    for model in apps.get_app_config("catalog").get_models():
+        model.objects.all().delete()
+
+
 @pytest.fixture
 async def cold(sim, transactional_db):
     """An empty catalog; whatever the test builds is flushed with the database afterwards."""
+    # Really cold: a refresh left running by an earlier test (in a worker thread that outlived
+    # its event loop) may have committed rows after that test's database was cleaned.
+    await sync_to_async(_empty_catalog)()
     sim.reset()
     index.reset()
     previous = eco_config._active
