@@ -75,21 +75,7 @@ def readiness(cfg: EcoConfig | None = None) -> tuple[bool, dict[str, Any]]:
 
 
 def upstream_cache_info() -> dict[str, Any]:
-    """Entries and hit rate of the upstream answer cache, summed over this process's clients
-    (one per event loop). Counters are per process: the admin shows the web process's view."""
-    try:
-        from catalog.upstream import client as upstream
-    except ImportError:
-        return {"entries": None, "hits": 0, "misses": 0, "hitRate": None, "backend": None}
-    clients = list(getattr(upstream, "_clients", {}).values())
-    infos = [c.cache_info() for c in clients if not c.closed]
-    hits = sum(i["hits"] for i in infos)
-    misses = sum(i["misses"] for i in infos)
-    entries = next((i["entries"] for i in infos if i.get("entries") is not None), None)
-    return {
-        "entries": entries,
-        "hits": hits,
-        "misses": misses,
-        "hitRate": round(hits / (hits + misses), 4) if hits + misses else None,
-        "backend": infos[0]["backend"] if infos else None,
-    }
+    """Entries and hit rate of the upstream answer cache (this process's view; see the client)."""
+    from catalog.upstream.client import cache_info_all
+
+    return cache_info_all()

@@ -500,6 +500,21 @@ def graphql_available() -> bool:
     return get_config().eco.prefer_graphql and graphql_breaker_state()["state"] != "open"
 
 
+def cache_info_all() -> dict[str, Any]:
+    """Entries and hit rate of the upstream answer cache over this process's open clients (one
+    per event loop); callable without an event loop (admin pages). Counters are per process."""
+    infos = [c.cache_info() for c in list(_clients.values()) if not c.closed]
+    hits = sum(i["hits"] for i in infos)
+    misses = sum(i["misses"] for i in infos)
+    return {
+        "entries": next((i["entries"] for i in infos if i.get("entries") is not None), None),
+        "hits": hits,
+        "misses": misses,
+        "hitRate": round(hits / (hits + misses), 4) if hits + misses else None,
+        "backend": infos[0]["backend"] if infos else None,
+    }
+
+
 async def close_clients() -> None:
     """Close the running loop's shared client; forget the others (their loops are gone)."""
     loop = asyncio.get_running_loop()
