@@ -84,3 +84,18 @@ def test_refresh_now_without_a_broker_runs_in_the_request(admin_client, sim_cfg,
     assert "releases: 6 rows from rest" in resp.content.decode().lower()
     assert CatalogRefresh.objects.get(catalog="releases").trigger == "admin"
     assert CatalogState.objects.get(catalog="releases").row_count == 6
+
+
+def test_refresh_now_with_a_broker_queues_the_task_instead_of_running_it(admin_client, sim_cfg, settings, monkeypatch):
+    from catalog.tasks import refresh_catalogs_task
+
+    queued = []
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/15"
+    monkeypatch.setattr(refresh_catalogs_task, "apply_async", lambda **kw: queued.append(kw))
+    url = reverse("admin:catalog_catalogstate_changelist")
+    admin_client.get(url)
+    resp = admin_client.post(url, {"action": "refresh_now", "_selected_action": ["releases", "sites"]}, follow=True)
+    assert resp.status_code == 200
+    assert "queued" in resp.content.decode()
+    assert queued == [{"kwargs": {"catalogs": ["releases", "sites"], "trigger": "admin"}}]
+    assert not CatalogRefresh.objects.exists()

@@ -75,3 +75,13 @@ def test_check_prints_a_json_verdict_and_fails_when_upstream_is_unreachable():
     verdict = json.loads(out.stdout)
     assert verdict["reachable"] is False
     assert verdict["apiBaseUrl"] == "http://127.0.0.1:9/api/v0"
+
+
+def test_check_exits_zero_with_a_json_verdict_when_the_upstream_answers(sim):
+    out = _run("eco_mcp", "--check", env={"ECO_MCP_ECO__BASE_URL": sim.base_url,
+                                          "ECO_MCP_ECO__GRAPHQL_URL": sim.graphql_url})
+    assert out.returncode == 0, out.stdout + out.stderr
+    verdict = json.loads(out.stdout)
+    assert verdict["reachable"] is True
+    assert verdict["latencyMs"] >= 0
+    assert sim.requests.count(r"^/api/v0/taxonomy$") >= 1
