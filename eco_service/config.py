@@ -97,6 +97,10 @@ class Eco(_Section):
     catalog_read_timeout_s: float = Field(180.0, gt=0, le=3600, description="Read timeout for catalog requests.")
     download_read_timeout_s: float = Field(300.0, gt=0, le=7200, description="Read timeout for downloads.")
     max_concurrency: int = Field(4, ge=1, le=64, description="Simultaneous upstream requests.")
+    call_deadline_s: float = Field(30.0, gt=0, le=600, description=(
+        "Most upstream time one tool call may spend (requests, retries, backoff, rate-limit and slot waits); "
+        "then upstream_unavailable. A free upstream slot is awaited at most connect_timeout_s. "
+        "Catalog refreshes are not bound by it."))
     prefer_graphql: bool = Field(True, description="Build catalogs from GraphQL first, REST as fallback.")
     graphql_breaker_failures: int = Field(2, ge=1, le=100, description="Consecutive GraphQL failures that open the breaker.")
     graphql_breaker_cooldown_s: float = Field(900.0, ge=0, le=86400, description="Seconds the breaker stays open.")

@@ -131,7 +131,7 @@ async def execute(
     token: str | None,
     extra_meta: dict[str, Any] | None = None,
 ) -> types.CallToolResult | types.InputRequiredResult:
-    with call_scope(token=token, token_source=call.token_source) as acct:
+    with call_scope(token=token, token_source=call.token_source, deadline_s=call.cfg.eco.call_deadline_s) as acct:
         call.accounting = acct
         try:
             if spec.stdio_only and call.transport == "http":

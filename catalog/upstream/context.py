@@ -1,15 +1,21 @@
 """Per-call context shared by the gateway (which sets it) and the upstream client (which reads
 and fills it), carried in context variables so no function signature has to thread it through.
 
-    with call_scope(token=caller_token, token_source="request") as acct:
+    with call_scope(token=caller_token, token_source="request", deadline_s=30) as acct:
         ... any number of upstream calls ...
     acct.to_meta()   # -> the result `_meta["io.eco-mcp/upstream"]`
+
+The deadline bounds the call's whole upstream time (requests, retries, backoff, rate-limit and
+slot waits): the client stops there with upstream_unavailable. A scope without one (catalog
+refreshes, the CLI) is bound only by the per-request timeouts. A nested scope (a first-use
+refresh inside a tool call) has its own accounting and deadline.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -31,6 +37,13 @@ class Accounting:
     rate_limit_remaining: int | None = None
     rate_limit_limit: int | None = None
     endpoints: list[str] = field(default_factory=list)
+    deadline_s: float | None = None
+    # time.monotonic() at which the deadline passes; a real clock, since it bounds real waiting.
+    deadline_at: float | None = None
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (<= 0 once passed), or None without one."""
+        return None if self.deadline_at is None else self.deadline_at - time.monotonic()
 
     @property
     def identity(self) -> str:
@@ -55,9 +68,11 @@ def current() -> Accounting | None:
 
 
 @contextlib.contextmanager
-def call_scope(*, token: str | None = None, token_source: TokenSource = "none") -> Iterator[Accounting]:
+def call_scope(*, token: str | None = None, token_source: TokenSource = "none",
+               deadline_s: float | None = None) -> Iterator[Accounting]:
     register_secret(token)
-    acct = Accounting(token=token, token_source=token_source if token else "none")
+    acct = Accounting(token=token, token_source=token_source if token else "none", deadline_s=deadline_s,
+                      deadline_at=None if deadline_s is None else time.monotonic() + deadline_s)
     reset = _current.set(acct)
     try:
         yield acct

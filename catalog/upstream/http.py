@@ -4,17 +4,26 @@ retries, redirects, error mapping and per-call accounting.
     request(Call) ─┬─ token for this call (context.current(), else the configured one on stdio)
                    │   token-only endpoint and none -> auth_required, before any request
                    ├─ take from the identity's bucket (wait, or rate_limited past max_wait_s)
-                   ├─ send (≤ eco.max_concurrency in flight), follow redirects by hand so the
-                   │   token header goes only to the upstream host, never to storage hosts
+                   ├─ wait for one of eco.max_concurrency slots, at most connect_timeout_s:
+                   │   else upstream_unavailable (hung requests must not queue everyone else)
+                   ├─ send, counting every attempt in the call's accounting; follow redirects by
+                   │   hand: API calls only to the upstream's own host (elsewhere:
+                   │   upstream_error), downloads through their allow-list; the token header
+                   │   goes only to the upstream host, never to storage hosts
                    ├─ fold x-ratelimit-* into the bucket and into the call's accounting
                    └─ 2xx: done · 429: wait retryafter and retry · 5xx/timeout/reset: back off
                       0.5·2^n (≤ backoff_max_s) and retry · then map to the spec's error code
+
+Inside a tool call the call scope's deadline (eco.call_deadline_s) bounds all of it: every wait
+and every request in flight ends there with upstream_unavailable. Without a scope deadline
+(catalog refreshes) only the per-request timeouts apply.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -86,6 +95,7 @@ class UpstreamHttp:
         self._sem = asyncio.Semaphore(cfg.eco.max_concurrency)
         # (scheme, host:port) pairs: a redirect to http:// on the same host must not get the token.
         self._upstream_origins = {(u.scheme, u.netloc.lower()) for u in map(urlsplit, (cfg.eco.base_url, cfg.eco.graphql_url))}
+        self._upstream_hosts = {(u.hostname or "").lower() for u in map(urlsplit, (cfg.eco.base_url, cfg.eco.graphql_url))}
         self.headroom: dict[str, Headroom] = {}
         self.requests_sent = 0
         self._client = httpx.AsyncClient(
@@ -153,8 +163,19 @@ class UpstreamHttp:
             if limited:
                 await self._acquire(identity, budget, call.endpoint)
             try:
-                async with self._sem:
-                    resp = await self._send(call, token, stream=stream)
+                await self._take_slot(call)
+                try:
+                    left = _remaining()
+                    if left is None:
+                        resp = await self._send(call, token, stream=stream)
+                    else:
+                        async with asyncio.timeout(max(left, 0.0)):
+                            resp = await self._send(call, token, stream=stream)
+                finally:
+                    self._sem.release()
+            except TimeoutError:
+                # Only the deadline's asyncio.timeout raises the builtin; httpx's are HTTPError.
+                raise deadline_exceeded(call.endpoint, last) from None
             except httpx.HTTPError as exc:
                 last = mapping.from_transport(exc, endpoint=call.endpoint)
                 log.info("upstream %s %s failed: %s (attempt %d)", call.method, call.endpoint, type(exc).__name__, attempt + 1)
@@ -176,9 +197,40 @@ class UpstreamHttp:
                 if resp.status_code < 500:
                     raise last
             if attempt + 1 < retries.max_attempts:
-                await self._sleep(min(retries.backoff_base_s * 2**attempt, retries.backoff_max_s))
+                delay = min(retries.backoff_base_s * 2**attempt, retries.backoff_max_s)
+                left = _remaining()
+                if left is not None and delay >= left:
+                    # No time for another attempt: the failure we have is the honest answer.
+                    break
+                await self._sleep(delay)
         assert last is not None
         raise last
+
+    async def _take_slot(self, call: Call) -> None:
+        """One of eco.max_concurrency slots, waited for at most connect_timeout_s (less when the
+        call's deadline is nearer): four hung requests must not make every other call wait
+        without limit. Outside a call (refreshes) the wait matches httpx's own pool timeout."""
+        eco = self.cfg.eco
+        left = _remaining()
+        if left is None:
+            wait = self.timeout(call.kind).pool or eco.connect_timeout_s
+        else:
+            if left <= 0:
+                raise deadline_exceeded(call.endpoint, None)
+            wait = min(eco.connect_timeout_s, left)
+        try:
+            async with asyncio.timeout(wait):
+                await self._sem.acquire()
+        except TimeoutError:
+            if left is not None and wait >= left:
+                raise deadline_exceeded(call.endpoint, None) from None
+            raise EcoError(
+                "upstream_unavailable",
+                f"{call.endpoint}: all {eco.max_concurrency} upstream connections stayed busy for {wait:g} s",
+                details={"endpoint": call.endpoint, "reason": "busy", "retryAfterSeconds": max(1, math.ceil(wait))},
+                hint=f"The upstream is slow to answer; retry in about {max(1, math.ceil(wait))} s.",
+                retryable=True,
+            ) from None
 
     async def _send(self, call: Call, token: str | None, *, stream: bool) -> httpx.Response:
         url = httpx.URL(call.url)
@@ -193,8 +245,11 @@ class UpstreamHttp:
             request = self._client.build_request(method, url, params=params, json=body, headers=headers,
                                                  timeout=self.timeout(call.kind))
             started = self._clock()
+            # Counted before it is sent: an attempt that times out or is reset cost the upstream too.
+            self._account(call)
             resp = await self._client.send(request, stream=stream)
-            self._account(call, resp, started)
+            log.debug("upstream %s %s -> %s in %.0f ms", call.method, call.endpoint, resp.status_code,
+                      (self._clock() - started) * 1000)
             if not resp.is_redirect or not call.follow_redirects:
                 return resp
             location = resp.headers.get("location", "")
@@ -202,19 +257,24 @@ class UpstreamHttp:
                 await resp.aclose()
             # The next hop carries its own query (if any); a 303 turns into a GET.
             url = httpx.URL(urljoin(str(resp.url), location))
+            if call.host_allowed is None and call.kind != "download" and url.host.lower() not in self._upstream_hosts:
+                # An API answer comes from the API: a hop elsewhere could serve anything as NEON's
+                # reply. Downloads go to storage hosts, vetted by their allow-list above.
+                raise EcoError("upstream_error",
+                               f"{call.endpoint}: upstream redirected to another host ({url.host}); not followed",
+                               details={"endpoint": call.endpoint, "upstreamStatus": resp.status_code,
+                                        "redirectHost": url.host})
             params = None
             if resp.status_code == 303 or (resp.status_code in (301, 302) and method == "POST"):
                 method, body = "GET", None
         raise EcoError("upstream_error", f"{call.endpoint}: too many redirects", details={"endpoint": call.endpoint})
 
-    def _account(self, call: Call, resp: httpx.Response, started: float) -> None:
+    def _account(self, call: Call) -> None:
         self.requests_sent += 1
         acct = context.current()
         if acct is not None:
             acct.requests += 1
             acct.endpoints.append(f"{call.method} {call.endpoint}")
-        log.debug("upstream %s %s -> %s in %.0f ms", call.method, call.endpoint, resp.status_code,
-                  (self._clock() - started) * 1000)
 
     # ------------------------------------------------------------------ rate limits
     def _budget(self, identity: str, token: str | None) -> Budget:
@@ -230,6 +290,10 @@ class UpstreamHttp:
             if wait <= 0:
                 return
             if waited + wait > max_wait:
+                raise mapping.rate_limited(endpoint, wait)
+            left = _remaining()
+            if left is not None and wait >= left:
+                # Waiting would outlast the call: say when the budget allows the next request.
                 raise mapping.rate_limited(endpoint, wait)
             await self._sleep(wait)
             waited += wait
@@ -250,6 +314,31 @@ class UpstreamHttp:
         # call for ~100 s at the anonymous rate, where one token is back in about half a second.
         hold = min(float(reset if reset is not None else 1), (low_water - remaining + 1) / budget.rate)
         await self.buckets.observe(identity, budget, remaining=remaining, hold_s=max(hold, 0.0), low_water=low_water)
+
+
+def _remaining() -> float | None:
+    acct = context.current()
+    return None if acct is None else acct.remaining()
+
+
+def deadline_exceeded(endpoint: str, last: EcoError | None) -> EcoError:
+    """The call's deadline passed while waiting on the upstream (in flight, backing off or
+    waiting for a slot); `last` is the failure that made it retry, if any."""
+    acct = context.current()
+    limit = acct.deadline_s if acct is not None and acct.deadline_s is not None else 0.0
+    details: dict[str, Any] = {"endpoint": endpoint, "reason": "deadline", "deadlineSeconds": limit,
+                               "retryAfterSeconds": 5}
+    if last is not None:
+        details["lastError"] = last.code
+        if "upstreamStatus" in last.details:
+            details["upstreamStatus"] = last.details["upstreamStatus"]
+    return EcoError(
+        "upstream_unavailable",
+        f"{endpoint}: no upstream answer within this call's {limit:g} s deadline",
+        details=details,
+        hint="The upstream is slow or not answering; retry in a few seconds, or run eco_ping(check_api=true).",
+        retryable=True,
+    )
 
 
 def _int_header(headers: httpx.Headers, name: str) -> int | None:
