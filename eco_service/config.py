@@ -248,7 +248,8 @@ class EcoConfig(_Section):
         if v is not None:
             return v
         loopback = self.server.bind_address in {"127.0.0.1", "localhost", "::1"} or self.server.bind_address.startswith("127.")
-        return loopback or bool(self.server.allowed_hosts or self.server.allowed_origins)
+        # public_base_url joins the allow-lists, so setting it sets them.
+        return loopback or bool(self.server.allowed_hosts or self.server.allowed_origins or self.server.public_base_url)
 
     @property
     def download_dir(self) -> Path:

@@ -10,6 +10,7 @@ The spec's own settings (eco.*, cache.*, ...) are in eco_service.config, not her
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,58 @@ import dj_database_url
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("ECO_MCP_DATA_DIR") or BASE_DIR / "data").expanduser()
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or "eco-mcp-local-only-not-secret"
+# Published in this file, so only good for stdio (no sessions, no admin) and explicit development:
+# HTTP start-up refuses it (check eco.E004) unless DJANGO_INSECURE_DEV_SECRET=1.
+DEFAULT_SECRET_KEY = "eco-mcp-local-only-not-secret"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or DEFAULT_SECRET_KEY
+ECO_INSECURE_DEV_SECRET = os.environ.get("DJANGO_INSECURE_DEV_SECRET", "").strip().lower() in {"1", "true", "yes"}
 DEBUG = os.environ.get("DJANGO_DEBUG", "").lower() in {"1", "true", "yes"}
-ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "*").split(",") if h.strip()]
-CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+
+
+class _FromEcoConfig(list[str]):
+    """A Django host/origin list computed from the active eco configuration when read, so the
+    admin follows the same allow-list as /mcp, including flags applied after settings load
+    (`--bind-address`). Django insists on a list; the list's own storage is refreshed on each
+    read too, for any reader that bypasses these methods. A configuration that does not validate
+    allows nothing (eco.E001 reports it)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self._name = name
+        self._seen: object = None
+
+    def _values(self) -> list[str]:
+        from eco_service.config import ConfigError, get_config
+        from mcp_gateway import origin
+
+        try:
+            cfg = get_config()
+        except ConfigError:
+            cfg = None
+        if cfg is None or cfg is not self._seen:
+            values = [] if cfg is None else getattr(origin, self._name)(cfg)
+            super().__setitem__(slice(None), values)
+            self._seen = cfg
+        return list(super().__iter__())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return len(self._values())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._values()[index]
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._values()
+
+    def __repr__(self) -> str:
+        return repr(self._values())
+
+
+ALLOWED_HOSTS = _FromEcoConfig("django_allowed_hosts")
+CSRF_TRUSTED_ORIGINS = _FromEcoConfig("django_csrf_trusted_origins")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -8,6 +8,10 @@
 Django's ASGI handler takes no lifespan events, so this router owns the lifespan: it runs the
 SDK's session manager (which must be entered before any MCP request) and starts the catalog
 prewarm in the background without holding up start-up. Every response carries X-Request-Id.
+
+Every route, Django's included, passes the Host/Origin guard first (mcp_gateway.origin): a DNS-
+rebinding page must not read /readyz or fetch the admin login form and its CSRF token. The
+router's own replies carry nosniff, X-Frame-Options DENY and no-referrer; Django sets its own.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
 
 MCP_PATHS = frozenset({"/mcp", "/mcp/"})
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+SECURITY_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+)
 
 
 async def _send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -56,13 +65,20 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def _single_header(scope: Scope, name: bytes) -> str | None:
+    """The header's value; a repeated header counts as a comma-joined list, which no host or
+    origin allow-list entry matches."""
+    values = [value.decode("latin-1") for key, value in scope.get("headers", ()) if key == name]
+    return None if not values else ", ".join(values)
+
+
 class EcoHttpApp:
     def __init__(self, django_app: ASGIApp | None, cfg: EcoConfig, registry: Registry | None = None) -> None:
         self.cfg = cfg
         self.django_app = django_app
         self.server = build_server(cfg, registry)
         self.hosts = HostPolicy.from_config(cfg)
-        # Host/Origin checks happen here, before the SDK, so they cover both protocol eras alike.
+        # Host/Origin checks happen in __call__, before the SDK, for both protocol eras and every route.
         self.manager = StreamableHTTPSessionManager(
             app=self.server,
             json_response=cfg.server.json_response,
@@ -85,13 +101,24 @@ class EcoHttpApp:
             request_id = uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
 
+        path = scope.get("path", "")
+        own_route = path in MCP_PATHS or path in ("/healthz", "/readyz") or self.django_app is None
+
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
+                if own_route:
+                    present = {h[0].lower() for h in headers}
+                    headers += [h for h in SECURITY_HEADERS if h[0] not in present]
                 message = {**message, "headers": [*headers, (b"x-request-id", request_id.encode())]}
             await send(message)
 
-        path = scope.get("path", "")
+        refusal = self.hosts.check(_single_header(scope, b"host"), _single_header(scope, b"origin"))
+        if refusal is not None:
+            status, reason = refusal
+            log.warning("refused %s %s: %s", scope.get("method"), path[:200], reason)
+            await _send_json(send_with_id, status, {"error": reason})
+            return
         if path in MCP_PATHS:
             await self._mcp(scope, receive, send_with_id)
         elif path == "/healthz":
@@ -109,12 +136,6 @@ class EcoHttpApp:
             # No sessions and no server-initiated messages: a GET would otherwise open a stream
             # that never ends, and a DELETE has no session to end.
             await _send_json(send, 405, {"error": "method not allowed: POST only"}, [(b"allow", b"POST")])
-            return
-        refusal = self.hosts.check(_header(scope, b"host"), _header(scope, b"origin"))
-        if refusal is not None:
-            status, message = refusal
-            log.warning("refused MCP request: %s", message)
-            await _send_json(send, status, {"error": message})
             return
         if self.cfg.server.json_response or "text/event-stream" not in (_header(scope, b"accept") or ""):
             await self.manager.handle_request(scope, receive, send)

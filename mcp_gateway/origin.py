@@ -1,47 +1,62 @@
-"""DNS-rebinding protection for /mcp: the Host header must be on the allow-list (else 421) and a
-browser's Origin header, when sent, must be too (else 403).
+"""DNS-rebinding protection for every HTTP route: the Host header must be on the allow-list (else
+421) and a browser's Origin header, when sent, must be too (else 403).
 
 On by default for loopback binds or when allow-lists are set (`cfg.dns_rebinding_protection`).
 The lists are `server.allowed_hosts` / `server.allowed_origins`, plus the host and origin of
-`server.public_base_url`, plus the loopback names when bound to loopback. An entry without a port
-(or with `:*`) matches any port.
+`server.public_base_url`, plus the loopback names. An entry without a port (or with `:*`) matches
+any port. A Host or Origin that is not exactly one well-formed `host[:port]` (for example
+`127.0.0.1:8080, evil.example`) matches nothing.
+
+Django's ALLOWED_HOSTS and CSRF_TRUSTED_ORIGINS are derived from the same policy
+(`django_allowed_hosts`, `django_csrf_trusted_origins`), so the admin agrees with the router.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from eco_service.config import EcoConfig
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
+# host [":" port]: a DNS name or IPv4 literal, or a bracketed IPv6 literal; the port digits only.
+_HOST = re.compile(r"^(?P<host>\[[0-9a-f:.]+\]|[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_])?)(?::(?P<port>[0-9]{1,5}|\*))?$")
+_ORIGIN = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<netloc>[^/?#\s]+)$")
 
-def _split_host(value: str) -> tuple[str, str | None]:
-    value = value.strip().lower()
-    if value.startswith("["):
-        end = value.find("]")
-        host, rest = value[: end + 1], value[end + 1:]
-        return host, rest[1:] if rest.startswith(":") else None
-    if value.count(":") == 1:
-        host, port = value.split(":")
-        return host, port
-    return value, None
+
+def _split_host(value: str, *, wildcard_port: bool = False) -> tuple[str, str | None] | None:
+    """(host, port) of a well-formed `host[:port]`, else None. `*` as a port only in entries."""
+    m = _HOST.match(value.strip().lower())
+    if m is None:
+        return None
+    port = m.group("port")
+    if port == "*" and not wildcard_port:
+        return None
+    return m.group("host"), port
 
 
 def _host_matches(entry: str, host: str) -> bool:
-    e_host, e_port = _split_host(entry)
-    h_host, h_port = _split_host(host)
-    if e_host != h_host:
+    e, h = _split_host(entry, wildcard_port=True), _split_host(host)
+    if e is None or h is None or e[0] != h[0]:
         return False
-    return e_port in (None, "*") or e_port == h_port
+    return e[1] in (None, "*") or e[1] == h[1]
+
+
+def _split_origin(value: str) -> tuple[str, str] | None:
+    m = _ORIGIN.match(value.strip().lower())
+    return None if m is None else (m.group("scheme"), m.group("netloc"))
 
 
 def _origin_matches(entry: str, origin: str) -> bool:
-    e, o = urlsplit(entry.strip().lower()), urlsplit(origin.strip().lower())
-    if e.scheme != o.scheme:
+    e, o = _split_origin(entry), _split_origin(origin)
+    if e is None or o is None or e[0] != o[0] or _split_host(o[1]) is None:
         return False
-    return _host_matches(e.netloc, o.netloc)
+    return _host_matches(e[1], o[1])
+
+
+def _is_loopback_bind(bind: str) -> bool:
+    return bind in ("127.0.0.1", "localhost", "::1") or bind.startswith("127.")
 
 
 @dataclass(frozen=True)
@@ -56,13 +71,15 @@ class HostPolicy:
         hosts = list(s.allowed_hosts)
         origins = list(s.allowed_origins)
         if s.public_base_url:
-            parts = urlsplit(s.public_base_url)
-            hosts.append(parts.netloc)
-            origins.append(f"{parts.scheme}://{parts.netloc}")
+            scheme, _, rest = s.public_base_url.partition("://")
+            netloc = rest.split("/", 1)[0]
+            hosts.append(netloc)
+            origins.append(f"{scheme.lower()}://{netloc}")
         bind = s.bind_address
-        loopback = bind in ("127.0.0.1", "localhost", "::1") or bind.startswith("127.")
-        if loopback or not (s.allowed_hosts or s.public_base_url):
-            hosts += [*LOOPBACK_HOSTS, bind if ":" not in bind else f"[{bind}]"]
+        # A rebinding page can only make the browser send its own name as Host, never a loopback
+        # name, so loopback Hosts are always safe to accept; health probes inside a container use them.
+        hosts += [*LOOPBACK_HOSTS, bind if ":" not in bind else f"[{bind}]"]
+        if _is_loopback_bind(bind) or not (s.allowed_hosts or s.public_base_url):
             origins += [f"{scheme}://{h}" for h in LOOPBACK_HOSTS for scheme in ("http", "https")]
         return cls(enabled=cfg.dns_rebinding_protection, hosts=tuple(dict.fromkeys(hosts)), origins=tuple(dict.fromkeys(origins)))
 
@@ -72,6 +89,34 @@ class HostPolicy:
             return None
         if not host or not any(_host_matches(e, host) for e in self.hosts):
             return 421, f"Host {host!r} is not allowed"
-        if origin and not any(_origin_matches(e, origin) for e in self.origins):
+        if origin is not None and not any(_origin_matches(e, origin) for e in self.origins):
             return 403, f"Origin {origin!r} is not allowed"
         return None
+
+
+def django_allowed_hosts(cfg: EcoConfig) -> list[str]:
+    """ALLOWED_HOSTS for Django: the policy's host names (Django ignores ports; the router checks
+    them first). `*` only when the protection is off, as it is for /mcp."""
+    policy = HostPolicy.from_config(cfg)
+    if not policy.enabled:
+        return ["*"]
+    names = (_split_host(e, wildcard_port=True) for e in policy.hosts)
+    return list(dict.fromkeys(n[0] for n in names if n is not None))
+
+
+def django_csrf_trusted_origins(cfg: EcoConfig) -> list[str]:
+    """CSRF_TRUSTED_ORIGINS for Django: the configured origins (public_base_url's included), which
+    Django needs behind a TLS-terminating proxy, where its own same-origin test sees http. Loopback
+    origins need no entry: Django accepts an Origin equal to the request's own scheme and Host."""
+    policy = HostPolicy.from_config(cfg)
+    loopback = {f"{scheme}://{h}" for h in LOOPBACK_HOSTS for scheme in ("http", "https")}
+    out = []
+    for entry in policy.origins:
+        parts = _split_origin(entry)
+        if entry in loopback or parts is None or parts[0] not in ("http", "https"):
+            continue
+        hp = _split_host(parts[1], wildcard_port=True)
+        if hp is None or hp[1] == "*":
+            continue
+        out.append(f"{parts[0]}://{parts[1]}")
+    return list(dict.fromkeys(out))
