@@ -13,6 +13,10 @@ One lookup, `get_or_fetch(key, ttl, fetch)`:
 - fetch fails with a retryable error (5xx, unreachable, rate limited) and an expired entry is
   younger than TTL + `cache.stale_if_error_s`: the stale value is served, flagged `stale`.
 
+`get_or_fetch(..., fresh=True)` is for a reader that must see the upstream as it is now (the
+catalog refresh): it never answers from the cache, fresh or stale, so an upstream failure
+reaches it; the answer it gets is still stored for everyone else.
+
 Entries outlive their TTL by `stale_if_error_s` for that last reason. Values are whatever
 `fetch()` returns (the client stores validated raw bodies) and must be picklable.
 """
@@ -97,9 +101,18 @@ class UpstreamCache:
         return "redis" if "redis" in type(self._backend).__module__ else "locmem"
 
     # ------------------------------------------------------------------ lookup
-    async def get_or_fetch(self, key: str, ttl: float, fetch: Callable[[], Awaitable[Any]]) -> Lookup:
+    async def get_or_fetch(self, key: str, ttl: float, fetch: Callable[[], Awaitable[Any]], *,
+                           fresh: bool = False) -> Lookup:
         if not self.enabled:
             return Lookup(await fetch(), hit=False)
+        if fresh:
+            # Joining a fetch already in flight is still an answer the upstream gives now.
+            value, led = await self._single_flight(key, ttl, fetch)
+            if led:
+                self.misses += 1
+            else:
+                self.hits += 1
+            return Lookup(value, hit=not led)
         entry = await self._backend.aget(key)
         now = self._clock()
         age = now - entry["t"] if entry else 0.0

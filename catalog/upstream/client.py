@@ -7,6 +7,8 @@ Each REST method: build the call (`http.Call`), look it up in the cache (key = e
 body and, for token-only data only, a one-way hash of the token), fetch on a miss, parse the
 body strictly into its model (`models.py`) before it is cached, and count the cache hit or the
 upstream requests into `context.current()`. Nothing outside this package sees raw NEON JSON.
+The catalog methods take `fresh=True` (the catalog refresh): the upstream is asked even when a
+cached answer exists, and its failure is raised instead of served stale; the answer is cached.
 GraphQL is never cached and goes through the breaker (`breaker.py`).
 """
 
@@ -104,7 +106,7 @@ class UpstreamClient:
                          sort_keys=True, default=str)
         return f"v1:{self.namespace}:{scope}:{call.endpoint}:{hashlib.sha256(raw.encode()).hexdigest()[:32]}"
 
-    async def _fetch(self, call: Call, model: type[M], ttl_s: float) -> M:
+    async def _fetch(self, call: Call, model: type[M], ttl_s: float, *, fresh: bool = False) -> M:
         token = self.http.token_for(call)  # auth_required here, before any request
         parsed: dict[int, M] = {}
 
@@ -113,7 +115,7 @@ class UpstreamClient:
             parsed[id(resp.content)] = self._parse(call.endpoint, model, resp.content)
             return resp.content
 
-        hit = await self.cache.get_or_fetch(self._key(call, token), ttl_s, fetch)
+        hit = await self.cache.get_or_fetch(self._key(call, token), ttl_s, fetch, fresh=fresh)
         self._count(hit.hit, hit.stale)
         # The caller that fetched parsed already; cache hits and waiters parse the stored body.
         return parsed.get(id(hit.value)) or self._parse(call.endpoint, model, hit.value)
@@ -126,14 +128,14 @@ class UpstreamClient:
             raise mapping.unexpected_body(endpoint, exc) from None
 
     async def _get(self, path: str, endpoint: str, model: type[M], *, ttl: str, kind: Kind = "detail",
-                   params: dict[str, Any] | None = None, token_only: bool = False) -> M:
+                   params: dict[str, Any] | None = None, token_only: bool = False, fresh: bool = False) -> M:
         call = Call("GET", self._url(path), endpoint, kind=kind, params=params, token_only=token_only)
-        return await self._fetch(call, model, getattr(self.cfg.cache.ttl_s, ttl))
+        return await self._fetch(call, model, getattr(self.cfg.cache.ttl_s, ttl), fresh=fresh)
 
     # ------------------------------------------------------------------ products and sites
-    async def products(self, release: str | None = None) -> list[m.Product]:
+    async def products(self, release: str | None = None, *, fresh: bool = False) -> list[m.Product]:
         env = await self._get("/products", "/products", m.DataEnvelope[list[m.Product]], ttl="catalog",
-                              kind="catalog", params={"release": release})
+                              kind="catalog", params={"release": release}, fresh=fresh)
         return env.data
 
     async def product(self, code: str, release: str | None = None) -> m.Product:
@@ -141,9 +143,9 @@ class UpstreamClient:
                               ttl="detail", params={"release": release})
         return env.data
 
-    async def sites(self, release: str | None = None) -> list[m.Site]:
+    async def sites(self, release: str | None = None, *, fresh: bool = False) -> list[m.Site]:
         env = await self._get("/sites", "/sites", m.DataEnvelope[list[m.Site]], ttl="catalog", kind="catalog",
-                              params={"release": release})
+                              params={"release": release}, fresh=fresh)
         return env.data
 
     async def site(self, code: str, release: str | None = None) -> m.Site:
@@ -152,8 +154,9 @@ class UpstreamClient:
         return env.data
 
     # ------------------------------------------------------------------ releases
-    async def releases(self) -> list[m.Release]:
-        env = await self._get("/releases", "/releases", m.DataEnvelope[list[m.Release]], ttl="releases")
+    async def releases(self, *, fresh: bool = False) -> list[m.Release]:
+        env = await self._get("/releases", "/releases", m.DataEnvelope[list[m.Release]], ttl="releases",
+                              fresh=fresh)
         return env.data
 
     async def release(self, tag_or_uuid: str) -> m.Release:
@@ -176,17 +179,17 @@ class UpstreamClient:
 
     # ------------------------------------------------------------------ locations
     async def location(self, name: str, *, hierarchy: bool = False, location_type: str | None = None,
-                       history: bool = False) -> m.Location:
+                       history: bool = False, fresh: bool = False) -> m.Location:
         params = {"hierarchy": True if hierarchy else None, "locationType": location_type,
                   "history": True if history else None}
         kind: Kind = "catalog" if hierarchy else "detail"  # a whole site's tree can be megabytes
         env = await self._get(f"/locations/{_seg(name)}", "/locations/{locationName}", m.DataEnvelope[m.Location],
-                              ttl="locations", kind=kind, params=params)
+                              ttl="locations", kind=kind, params=params, fresh=fresh)
         return env.data
 
-    async def location_sites(self) -> list[m.Location]:
+    async def location_sites(self, *, fresh: bool = False) -> list[m.Location]:
         env = await self._get("/locations/sites", "/locations/sites", m.DataEnvelope[list[m.Location]],
-                              ttl="locations", kind="catalog")
+                              ttl="locations", kind="catalog", fresh=fresh)
         return env.data
 
     # ------------------------------------------------------------------ taxonomy
