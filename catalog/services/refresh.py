@@ -15,6 +15,10 @@ Source: `source=None` uses GraphQL when `eco.prefer_graphql` is on and the clien
 breaker is closed, and falls back to REST when GraphQL fails or answers something that does not
 parse. `source="graphql"` or `"rest"` forces one (no fallback). A failed refresh keeps the old
 catalog, records the error on the catalog's state and in the refresh log, and never raises.
+
+REST reads skip the upstream answer cache (`fresh=True`): a catalog's age says when the upstream
+last answered, so an answer cached earlier, or served stale-if-error during an outage, must not
+reset it. An outage therefore fails the refresh, which readiness reports as degraded.
 """
 
 from __future__ import annotations
@@ -93,14 +97,15 @@ async def _graphql(client: Any, key: str) -> dict[str, list[Any]]:
 
 async def _rest(client: Any, catalog: str) -> Any:
     if catalog == "products":
-        return [ProductRecord.model_validate(p) for p in _plain(await client.products())]
+        return [ProductRecord.model_validate(p) for p in _plain(await client.products(fresh=True))]
     if catalog == "sites":
-        return [SiteRecord.model_validate(s) for s in _plain(await client.sites())]
+        return [SiteRecord.model_validate(s) for s in _plain(await client.sites(fresh=True))]
     if catalog == "releases":
-        return [ReleaseRecord.model_validate(r) for r in _plain(await client.releases())]
+        return [ReleaseRecord.model_validate(r) for r in _plain(await client.releases(fresh=True))]
     if catalog == "locations":
-        sites = [LocationRecord.model_validate(x) for x in _plain(await client.location_sites())]
-        realm = LocationTree.model_validate(_plain(await client.location("REALM", hierarchy=True, location_type="DOMAIN")))
+        sites = [LocationRecord.model_validate(x) for x in _plain(await client.location_sites(fresh=True))]
+        realm = LocationTree.model_validate(_plain(await client.location("REALM", hierarchy=True, location_type="DOMAIN",
+                                                                         fresh=True)))
         return sites, realm
     raise ValueError(f"unknown catalog {catalog!r}")
 
@@ -203,6 +208,10 @@ async def _refresh_rest(catalog: str, *, client: Any, trigger: str) -> RefreshOu
     with call_scope() as acct:
         try:
             records = await _rest(client, catalog)
+            if acct.stale_served:
+                # A client that ignored `fresh` must still not pass a stale answer off as new.
+                raise EcoError("upstream_unavailable", f"the upstream did not answer; only a stale cached {catalog} "
+                               "list was available")
         except Exception as exc:
             return await _failed(catalog, exc, source="rest", trigger=trigger, started=started, t0=t0,
                                  requests=acct.requests)

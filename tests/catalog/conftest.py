@@ -2,8 +2,9 @@
 
 `mini_client` speaks the upstream client's interface (products, sites, releases, location_sites,
 location, graphql, graphql_available) over real sockets to the simulator, with nothing else
-(no cache, no retries), so refresh tests see exactly what the simulator says and count every
-request. `catalog_built` fills the test database with a full catalog from the simulator.
+(no cache, no retries, so the refresh's `fresh=True` needs nothing here), so refresh tests see
+exactly what the simulator says and count every request. `catalog_built` fills the test database
+with a full catalog from the simulator.
 """
 
 from __future__ import annotations
@@ -44,19 +45,20 @@ class MiniClient:
     async def _get(self, path: str, **params: Any) -> Any:
         return (await self._send("GET", self.base_url + path, params=params or None))["data"]
 
-    async def products(self, release: str | None = None) -> list[dict]:
+    async def products(self, release: str | None = None, *, fresh: bool = False) -> list[dict]:
         return await self._get("/products", **({"release": release} if release else {}))
 
-    async def sites(self) -> list[dict]:
+    async def sites(self, *, fresh: bool = False) -> list[dict]:
         return await self._get("/sites")
 
-    async def releases(self) -> list[dict]:
+    async def releases(self, *, fresh: bool = False) -> list[dict]:
         return await self._get("/releases")
 
-    async def location_sites(self) -> list[dict]:
+    async def location_sites(self, *, fresh: bool = False) -> list[dict]:
         return await self._get("/locations/sites")
 
-    async def location(self, name: str, *, hierarchy: bool = False, location_type: str | None = None) -> dict:
+    async def location(self, name: str, *, hierarchy: bool = False, location_type: str | None = None,
+                       fresh: bool = False) -> dict:
         params = {"hierarchy": "true"} if hierarchy else {}
         if location_type:
             params["locationType"] = location_type
