@@ -68,7 +68,9 @@ def _free_port() -> int:
 
 def _env(data_dir: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ECO_MCP_", "ECO_TOKEN", "ECO_API_TOKEN"))}
-    env.update({"ECO_MCP_DATA_DIR": data_dir, "PYTHONPATH": str(REPO), "ECO_MCP_SERVER__LOG_LEVEL": "warning"})
+    env.update({"ECO_MCP_DATA_DIR": data_dir, "PYTHONPATH": str(REPO), "ECO_MCP_SERVER__LOG_LEVEL": "warning",
+                # A local benchmark: the HTTP server may use the built-in (published) secret key.
+                "DJANGO_INSECURE_DEV_SECRET": "1"})
     return env
 
 

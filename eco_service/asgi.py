@@ -13,6 +13,10 @@ django.setup()
 
 from django.core.asgi import get_asgi_application  # noqa: E402
 
+from eco_service.checks import enforce_at_startup  # noqa: E402
 from mcp_gateway.http_app import build_app  # noqa: E402
 
 application = build_app(django_app=get_asgi_application())
+# uvicorn runs no Django checks; build_app has just switched the configuration to HTTP, so the
+# checks (a known secret key, downloads over HTTP, ...) refuse start-up here, exit status 2.
+enforce_at_startup()

@@ -4,15 +4,59 @@ eco.E001  the eco.* / cache.* / ... configuration does not validate (message nam
 eco.E002  server.transport is http but downloads.enabled is true (downloads never run over HTTP)
 eco.W001  server.public_base_url is not https: callers' token headers will be ignored
 eco.E003  the download directory exists and is not a directory
+eco.E004  server.transport is http and DJANGO_SECRET_KEY is unset, published or weak (unless
+          DJANGO_INSECURE_DEV_SECRET=1): the admin's sessions and CSRF tokens would be forgeable
+
+`enforce_at_startup()` is how an entry point without Django's command machinery (the ASGI module
+under uvicorn) runs them; `manage.py eco_mcp` runs them in eco_service.cli.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import secrets
+import sys
+from typing import Any, TextIO
 
+from django.conf import settings
 from django.core import checks
 
 from eco_service.config import ConfigError, get_config
+
+# Keys anyone can read: this repository's fallback and the values its deployment files once
+# suggested. Django's own deploy check uses the same length and variety thresholds.
+PUBLISHED_SECRET_KEYS = frozenset({"change-me", "changeme", "secret", "django-insecure", "eco-mcp-local-only-not-secret"})
+MIN_SECRET_KEY_LENGTH = 50
+MIN_SECRET_KEY_UNIQUE_CHARACTERS = 5
+
+
+def _secret_key_problem(key: str) -> str | None:
+    if not key or key == getattr(settings, "DEFAULT_SECRET_KEY", None):
+        return "DJANGO_SECRET_KEY is not set"
+    if key.strip().lower() in PUBLISHED_SECRET_KEYS or key.startswith("django-insecure-"):
+        return "DJANGO_SECRET_KEY is a published default value"
+    if len(key) < MIN_SECRET_KEY_LENGTH or len(set(key)) < MIN_SECRET_KEY_UNIQUE_CHARACTERS:
+        return (f"DJANGO_SECRET_KEY is too weak (fewer than {MIN_SECRET_KEY_LENGTH} characters "
+                f"or fewer than {MIN_SECRET_KEY_UNIQUE_CHARACTERS} different ones)")
+    return None
+
+
+def check_secret_key(cfg: Any) -> list[checks.CheckMessage]:
+    if not cfg.is_http or getattr(settings, "ECO_INSECURE_DEV_SECRET", False):
+        return []
+    problem = _secret_key_problem(settings.SECRET_KEY)
+    if problem is None:
+        return []
+    # A fresh suggestion each time: printing it leaks nothing, since it is not in use.
+    suggestion = secrets.token_urlsafe(50)
+    return [
+        checks.Error(
+            f"{problem}: the HTTP server will not start with a secret key others know",
+            hint=(f"set DJANGO_SECRET_KEY to a long random value, e.g. DJANGO_SECRET_KEY={suggestion} "
+                  "(generate one: python -c \"import secrets; print(secrets.token_urlsafe(50))\"); "
+                  "for local development only, DJANGO_INSECURE_DEV_SECRET=1 accepts the default"),
+            id="eco.E004",
+        )
+    ]
 
 
 @checks.register("eco")
@@ -42,4 +86,16 @@ def check_configuration(app_configs: Any = None, **kwargs: Any) -> list[checks.C
     d = cfg.download_dir
     if d.exists() and not d.is_dir():
         found.append(checks.Error(f"downloads.directory {d} exists and is not a directory", id="eco.E003"))
+    found += check_secret_key(cfg)
     return found
+
+
+def enforce_at_startup(stream: TextIO | None = None) -> None:
+    """Run the eco checks; print warnings and errors; exit with status 2 on an error."""
+    stream = stream or sys.stderr
+    problems = [m for m in checks.run_checks(tags=["eco"]) if m.level >= checks.WARNING]
+    for m in problems:
+        stream.write(f"eco-mcp: {m.id}: {m.msg}" + (f" ({m.hint})" if m.hint else "") + "\n")
+    if any(m.is_serious() for m in problems):
+        stream.flush()
+        raise SystemExit(2)

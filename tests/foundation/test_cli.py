@@ -44,7 +44,8 @@ def test_flags_reach_the_printed_configuration(tmp_path):
     cfg_file = tmp_path / "eco.yaml"
     cfg_file.write_text("server:\n  bind_port: 7000\n  log_level: warning\n")
     out = _run("eco_mcp", "--config", str(cfg_file), "--transport", "http", "--bind-port", "9123",
-               "--no-prewarm", "--no-downloads", "--download-dir", str(tmp_path / "dl"), "--print-config")
+               "--no-prewarm", "--no-downloads", "--download-dir", str(tmp_path / "dl"), "--print-config",
+               env={"DJANGO_INSECURE_DEV_SECRET": "1"})
     assert out.returncode == 0, out.stderr
     shown = json.loads(out.stdout)
     assert shown["server"]["bind_port"] == 9123

@@ -40,6 +40,8 @@ def deployment_env(postgres_url, redis_url) -> Iterator[dict[str, str]]:
         "REDIS_URL": redis_url,
         "CELERY_BROKER_URL": broker,
         "ECO_MCP_SERVER__TRANSPORT": "http",
+        # HTTP start-up (and migrate's checks) refuse a known secret key; this one is the test's own.
+        "DJANGO_SECRET_KEY": "deployment-test-" + uuid.uuid4().hex + uuid.uuid4().hex,
         "ECO_MCP_CACHE__PREWARM": "false",
         # No upstream in this test: nothing may be fetched from NEON.
         "ECO_MCP_ECO__BASE_URL": "http://127.0.0.1:9/api/v0",

@@ -21,7 +21,8 @@ def _free_port() -> int:
 async def test_the_http_command_serves_health_and_mcp_until_terminated(stdio_env):
     port = _free_port()
     proc = subprocess.Popen([PYTHON, "manage.py", "eco_mcp", "--transport", "http", "--bind-port", str(port),
-                             "--no-prewarm"], cwd=REPO, env=stdio_env, stdout=subprocess.PIPE,
+                             "--no-prewarm"], cwd=REPO, env={**stdio_env, "DJANGO_INSECURE_DEV_SECRET": "1"},
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
