@@ -12,13 +12,17 @@
 
 Refresh-ahead: with no Celery broker, a catalog inside the last `cache.refresh_ahead` fraction of
 its TTL is refreshed in the background of the process that notices it (one at a time). With a
-broker, Celery beat owns the schedule and nothing runs here.
+broker, Celery beat owns the schedule and nothing runs here. A catalog whose background refresh
+failed is not tried again by this process for `RETRY_AFTER_FAILURE_S`: refreshes read the
+upstream, never the cache, so during an outage every tool call would otherwise start another
+failing refresh as soon as the last one ended.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,6 +48,8 @@ __all__ = [
 log = logging.getLogger("eco.catalog")
 
 _background: asyncio.Task | None = None
+RETRY_AFTER_FAILURE_S = 60.0
+_failed_at: dict[str, float] = {}  # catalog -> time.monotonic() of its last failed refresh-ahead
 
 
 def _client(client: Any) -> Any:
@@ -106,7 +112,17 @@ async def ensure_catalogs(cfg: EcoConfig | None = None, *, client: Any = None,
     if settings.CELERY_BROKER_URL or (_background is not None and not _background.done()):
         return
     due = await sync_to_async(due_catalogs)(cfg, ahead=cfg.cache.refresh_ahead)
+    now = time.monotonic()
+    due = [c for c in due if now - _failed_at.get(c, -RETRY_AFTER_FAILURE_S) >= RETRY_AFTER_FAILURE_S]
     if due:
-        _background = asyncio.get_running_loop().create_task(
-            refresh_catalogs(due, client=_client(client), trigger="refresh-ahead", cfg=cfg)
-        )
+        _background = asyncio.get_running_loop().create_task(_refresh_ahead(due, client=_client(client), cfg=cfg))
+
+
+async def _refresh_ahead(due: list[str], *, client: Any, cfg: EcoConfig) -> list[RefreshOutcome]:
+    outcomes = await refresh_catalogs(due, client=client, trigger="refresh-ahead", cfg=cfg)
+    for o in outcomes:
+        if o.ok:
+            _failed_at.pop(o.catalog, None)
+        else:
+            _failed_at[o.catalog] = time.monotonic()
+    return outcomes

@@ -11,13 +11,15 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
 
+from catalog import services
 from catalog.models import CatalogRefresh, CatalogState
-from catalog.services import refresh_catalogs
+from catalog.services import ensure_catalogs, refresh_catalogs
 from catalog.status import catalog_status, readiness
 from catalog.upstream import context
 from catalog.upstream.cache import UpstreamCache, locmem_backend
@@ -174,6 +176,44 @@ def test_a_refresh_asks_the_upstream_even_when_the_cached_answer_is_fresh(db, ou
     assert counts["cache_hits"] == 1 and counts["after_cached_read"] == 1
     assert counts["after_second"] == 2 and counts["refresh_requests"] == 1
     assert counts["cache_hits_after"] == 1 and counts["after_last_read"] == 2
+
+
+def test_a_failed_background_refresh_is_not_started_again_by_every_call_during_an_outage(
+        db, mini_client, eco_cfg, fresh_sim, fresh_index, monkeypatch):
+    monkeypatch.setattr(services, "_background", None)
+    monkeypatch.setattr(services, "_failed_at", {})
+    async_to_sync(refresh_catalogs)(client=mini_client, cfg=eco_cfg)
+    # Releases inside the refresh-ahead window; every other catalog fresh.
+    state = CatalogState.objects.get(catalog="releases")
+    state.refreshed_at = datetime.now(UTC) - timedelta(seconds=eco_cfg.cache.ttl_s.releases * 0.99)
+    state.version += 1
+    state.save()
+    fresh_index.mark_dirty()
+    fresh_sim.faults.add(**OUTAGE)
+    seen: dict[str, Any] = {}
+
+    async def calls() -> None:
+        await ensure_catalogs(eco_cfg, client=mini_client)
+        first = services._background
+        assert first is not None
+        seen["first"] = await first
+        mini_client.calls.clear()
+        await ensure_catalogs(eco_cfg, client=mini_client)
+        seen["second_started"] = services._background is not first
+        seen["second_calls"] = list(mini_client.calls)
+        # The retry interval has passed and the upstream is back.
+        services._failed_at["releases"] -= services.RETRY_AFTER_FAILURE_S
+        fresh_sim.faults.clear()
+        await ensure_catalogs(eco_cfg, client=mini_client)
+        third = services._background
+        seen["third"] = await third if third is not first else None
+
+    async_to_sync(calls)()
+    assert [(o.catalog, o.ok) for o in seen["first"]] == [("releases", False)]
+    assert seen["second_started"] is False and seen["second_calls"] == []
+    assert [(o.catalog, o.ok) for o in seen["third"]] == [("releases", True)]
+    assert "releases" not in services._failed_at
+    assert CatalogState.objects.get(catalog="releases").last_error == ""
 
 
 async def _async(fn: Any, *args: Any) -> Any:
