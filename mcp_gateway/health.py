@@ -14,6 +14,7 @@ from eco_service import __version__
 from eco_service.config import EcoConfig
 from eco_service.errors import EcoError
 from mcp_gateway import ports
+from mcp_gateway.tokens import choose_token
 
 log = logging.getLogger("eco.gateway")
 
@@ -35,9 +36,24 @@ def _db_call(fn: Any, *args: Any) -> Any:
         db.connections.close_all()
 
 
+def token_configured(cfg: EcoConfig) -> bool:
+    """Whether a call that sends no token header of its own runs with a token: the same rule
+    eco_ping reports for such a call (stdio: the configured token; HTTP: only when it is lent).
+    /readyz has no caller to speak of, so it answers for the anonymous one."""
+    return choose_token(cfg, {}).source != "none"
+
+
 async def readyz(cfg: EcoConfig) -> tuple[int, dict[str, Any]]:
     # The catalog reads the database: keep the ORM off the event loop.
-    ready, body = await to_thread.run_sync(_db_call, ports.readiness, cfg)
+    try:
+        ready, body = await to_thread.run_sync(_db_call, ports.readiness, cfg)
+    except db.Error as exc:
+        # Not ready is the truthful answer; the reason is the exception's class only, since a
+        # driver's message can carry a connection string.
+        log.warning("readiness: database unavailable (%s)", type(exc).__name__)
+        return 503, {"status": "unavailable", "reason": "database unavailable"}
+    if "tokenConfigured" in body:
+        body = {**body, "tokenConfigured": token_configured(cfg)}
     return (200 if ready else 503), body
 
 
