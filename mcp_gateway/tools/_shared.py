@@ -3,13 +3,16 @@ few helpers their thin handlers share. Field names follow NEON's camelCase on th
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal, TypeVar
 
 from asgiref.sync import sync_to_async
+from django.db import connections
 from pydantic import Field
 
 from catalog.index import CatalogIndex, get_index
-from catalog.services import ensure_catalogs
+from catalog.services import due_catalogs, ensure_catalogs
 from eco_service.config import EcoConfig
 from mcp_gateway import ports
 from mcp_gateway.models import Page, Source, WireModel
@@ -17,6 +20,33 @@ from mcp_gateway.models import Page, Source, WireModel
 MONTH_PATTERN = r"^\d{4}-(0[1-9]|1[0-2])$"
 DOMAIN_PATTERN = r"^[Dd](0[1-9]|1\d|20)$"
 NEEDED = ("products", "sites")
+T = TypeVar("T")
+
+# Catalog reads (the in-memory index, and its once-a-second version check in the database) run
+# on their own few threads. asgiref's default (thread_sensitive=True) runs every sync call of
+# the process on ONE shared thread, so catalog-served calls queued there behind everyone else's
+# sync work; a bounded pool of their own keeps them moving and caps their DB connections.
+CATALOG_READ_THREADS = 4
+_catalog_pool = ThreadPoolExecutor(max_workers=CATALOG_READ_THREADS, thread_name_prefix="eco-catalog-read")
+
+
+def _closing_connections(fn: Callable[..., T]) -> Callable[..., T]:
+    def run(*args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            # A pool thread's connection would otherwise live as long as the thread (and keep a
+            # test database from being dropped); the index touches the database at most once a
+            # second, so reconnecting then costs little.
+            connections.close_all()
+
+    return run
+
+
+async def catalog_read(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` (sync: index, search, ORM) on the catalog-read pool."""
+    return await sync_to_async(_closing_connections(fn), thread_sensitive=False, executor=_catalog_pool)(
+        *args, **kwargs)
 
 
 class Window(WireModel):
@@ -113,9 +143,13 @@ def catalog_source(cfg: EcoConfig, endpoints: list[str]) -> Source:
 
 async def catalog_index(cfg: EcoConfig) -> CatalogIndex:
     """The warm catalog index; builds missing catalogs first (their requests count in this
-    call's accounting), so a cold stdio server still answers its first search."""
-    await ensure_catalogs(cfg, client=ports.upstream_client(), need=NEEDED)
-    return await sync_to_async(get_index)()
+    call's accounting), so a cold stdio server still answers its first search.
+
+    The common case (warm, nothing due, not even a refresh-ahead) is decided on the catalog-read
+    pool; only when something is due does ensure_catalogs build or schedule it."""
+    if await catalog_read(due_catalogs, cfg, ahead=cfg.cache.refresh_ahead):
+        await ensure_catalogs(cfg, client=ports.upstream_client(), need=NEEDED)
+    return await catalog_read(get_index)
 
 
 def drop_none(d: dict[str, Any]) -> dict[str, Any]:

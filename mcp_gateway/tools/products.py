@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from asgiref.sync import sync_to_async
 from pydantic import Field
 
 from catalog.queries.products import product_detail
@@ -22,6 +21,7 @@ from mcp_gateway.tools._shared import (
     AvailabilitySummary,
     ProductSummary,
     catalog_index,
+    catalog_read,
     catalog_source,
     page,
 )
@@ -84,7 +84,7 @@ def _search_steps(args: SearchProductsInput, items: list[ProductSummary], pg: Pa
 
 async def search_products_tool(args: SearchProductsInput, call: CallContext) -> SearchProductsOutput:
     idx = await catalog_index(call.cfg)
-    r = await sync_to_async(search_products)(
+    r = await catalog_read(search_products,
         query=args.query, theme=args.theme, science_team=args.science_team,
         # Unset means ACTIVE, except that a bare product code finds the product whatever its status.
         status=args.status if "status" in args.model_fields_set else None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from asgiref.sync import sync_to_async
 from pydantic import Field
 
 from catalog.queries.sites import site_detail, site_elevations
@@ -15,7 +14,7 @@ from mcp_gateway import ports
 from mcp_gateway.calls import CallContext
 from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput, WireModel
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools._shared import DOMAIN_PATTERN, SiteSummary, Utm, catalog_index, page
+from mcp_gateway.tools._shared import DOMAIN_PATTERN, SiteSummary, Utm, catalog_index, catalog_read, page
 
 
 class SearchSitesInput(ToolInput):
@@ -84,7 +83,7 @@ async def search_sites_tool(args: SearchSitesInput, call: CallContext) -> Search
         product=args.product, release=args.release, latitude=args.latitude, longitude=args.longitude,
         radius_km=args.radius_km, index=idx)
     # The facets describe the whole filtered set, so one unpaged pass (81 sites at most) gives both.
-    every = await sync_to_async(search_sites)(**common, limit=100, offset=0)
+    every = await catalog_read(search_sites, **common, limit=100, offset=0)
     hits = every.items[args.offset:args.offset + args.limit]
     items = [_summary(h) for h in hits]
     notes: list[str] = []
