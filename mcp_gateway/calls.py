@@ -18,9 +18,9 @@ import mcp_types as types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from catalog.upstream.context import Accounting, TokenSource, call_scope
+from eco_service import redact
 from eco_service.config import EcoConfig
 from eco_service.errors import EcoError
-from eco_service.redact import scrub
 from mcp_gateway import budget, request_state
 from mcp_gateway.arguments import parse_arguments
 from mcp_gateway.models import Envelope
@@ -75,7 +75,15 @@ class CallContext:
 
 
 def error_result(exc: EcoError, meta: dict[str, Any] | None = None) -> types.CallToolResult:
-    body = json.loads(scrub(json.dumps(exc.to_dict(), default=str)))
+    try:
+        # Round trip through JSON for plain types (details may hold dates), then mask secrets in
+        # string values only: keys and the shape stay as the spec defines them.
+        body = redact.scrub_values(json.loads(json.dumps(exc.to_dict(), default=str)))
+    except Exception:
+        # An error result must always be producible: fall back to the code without details.
+        log.exception("error result for code=%s could not be serialized", exc.code)
+        body = {"error": {"code": exc.code, "message": redact.scrub(exc.message), "details": {},
+                          "hint": redact.scrub(exc.hint), "retryable": exc.retryable}}
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(body, separators=(",", ":")))],
         structured_content=body,
@@ -131,6 +139,26 @@ async def execute(
     token: str | None,
     extra_meta: dict[str, Any] | None = None,
 ) -> types.CallToolResult | types.InputRequiredResult:
+    # The call's token is masked in this call's own result, errors and log lines only: a
+    # caller's header can never change what other callers' answers say.
+    with redact.call_secret(token):
+        try:
+            return await _execute(spec, arguments, call, token=token, extra_meta=extra_meta)
+        finally:
+            acct = call.accounting
+            if token and call.token_source == "request" and acct is not None and acct.requests:
+                # Honoured and used upstream: keep it out of log lines written after the call.
+                redact.remember_request_token(token)
+
+
+async def _execute(
+    spec: ToolSpec,
+    arguments: dict[str, Any] | None,
+    call: CallContext,
+    *,
+    token: str | None,
+    extra_meta: dict[str, Any] | None = None,
+) -> types.CallToolResult | types.InputRequiredResult:
     with call_scope(token=token, token_source=call.token_source, deadline_s=call.cfg.eco.call_deadline_s) as acct:
         call.accounting = acct
         try:
@@ -148,7 +176,10 @@ async def execute(
                     details={"tool": spec.name, "tokenSource": call.token_source},
                 )
             out = await spec.handler(args, call)
-            payload = _finish(spec, out, call, acct)
+            # A secret echoed back by an argument or an upstream text is masked in string values,
+            # inside the error handling: masking can never surface as a protocol error.
+            payload = redact.scrub_values(_finish(spec, out, call, acct))
+            text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
         except InputNeeded as ask:
             if not call.can_ask:
                 return error_result(ask.fallback, _meta(acct, extra_meta))
@@ -158,11 +189,6 @@ async def execute(
         except Exception:
             # Arguments were validated above, so anything else (a pydantic error included) is a bug.
             return error_result(internal_error(spec.name), _meta(acct, extra_meta))
-    raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-    text = scrub(raw)
-    if text != raw:
-        # A secret echoed back by an argument or an upstream text: mask it in both copies.
-        payload = json.loads(text)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=payload,

@@ -35,13 +35,16 @@ def header_token_honoured(cfg: EcoConfig) -> bool:
 
 def choose_token(cfg: EcoConfig, headers: Mapping[str, str] | None) -> TokenChoice:
     configured = cfg.eco.api_token.reveal() if cfg.eco.api_token else None
+    # Keeps the operator's token fresh in the redaction registry's LRU while it is in use.
+    register_secret(configured)
     if not cfg.is_http or headers is None:
         return TokenChoice(configured, "config" if configured else "none")
     sent = (headers.get(cfg.server.request_token_header.lower()) or headers.get(cfg.server.request_token_header) or "").strip()
-    if sent:
-        register_secret(sent)
-        if header_token_honoured(cfg):
-            return TokenChoice(sent, "request")
+    # A header value is caller input: it is never registered process-wide. An honoured one is
+    # masked in its own call only (calls.execute), so nobody can choose what gets masked in
+    # other callers' answers.
+    if sent and header_token_honoured(cfg):
+        return TokenChoice(sent, "request")
     if configured and cfg.server.share_config_token_over_http:
         return TokenChoice(configured, "config", header_ignored=bool(sent))
     return TokenChoice(None, "none", header_ignored=bool(sent))

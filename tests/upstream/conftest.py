@@ -65,7 +65,7 @@ def no_token_leaks_in_this_session() -> Iterator[None]:
         yield
     root.handlers.remove(handler)
     eco.setLevel(old_level)
-    secrets = set(redact._secrets) | {CANARY}
+    secrets = set(redact.known_secrets()) | {CANARY}
     leaked_logs = [line for line in handler.lines for s in secrets if s in line]
     leaked_keys = [k for k in keys for s in secrets if s in k]
     assert keys, "the session used the cache"
