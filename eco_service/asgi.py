@@ -13,6 +13,7 @@ django.setup()
 
 from django.core.asgi import get_asgi_application  # noqa: E402
 
+from eco_service.bootstrap import prepare_database  # noqa: E402
 from eco_service.checks import enforce_at_startup  # noqa: E402
 from mcp_gateway.http_app import build_app  # noqa: E402
 
@@ -20,3 +21,7 @@ application = build_app(django_app=get_asgi_application())
 # uvicorn runs no Django checks; build_app has just switched the configuration to HTTP, so the
 # checks (a known secret key, downloads over HTTP, ...) refuse start-up here, exit status 2.
 enforce_at_startup()
+# A plain `uvicorn eco_service.asgi:application` on a fresh SQLite file must work like the CLI;
+# under compose the one-shot migrate service has already done it, and the migration lock makes
+# replicas starting together safe either way.
+prepare_database()

@@ -120,3 +120,29 @@ def test_compose_demands_a_secret_key_and_the_example_suggests_none():
     example = dict(line.split("=", 1) for line in (ROOT / ".env.example").read_text().splitlines()
                    if line and not line.startswith("#"))
     assert example["DJANGO_SECRET_KEY"] == ""
+
+
+def test_uvicorn_on_a_fresh_sqlite_data_folder_migrates_it_before_serving(base_env, tmp_path):
+    import sqlite3
+
+    port = _free_port()
+    env = {**base_env, "DJANGO_SECRET_KEY": STRONG_KEY, "ECO_MCP_CACHE__PREWARM": "false"}
+    proc = subprocess.Popen(_uvicorn_command(port), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        ready = None
+        deadline = time.monotonic() + 90
+        while ready is None and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2)
+            except httpx.TransportError:
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert ready is not None
+    # Empty catalogs are "warming"; an unmigrated database would be "unavailable".
+    assert ready.json()["status"] != "unavailable", ready.text
+    with sqlite3.connect(tmp_path / "data" / "eco.sqlite3") as db:
+        applied = {row[0] for row in db.execute("SELECT app FROM django_migrations")}
+    assert {"catalog", "django_celery_beat"} <= applied
