@@ -42,6 +42,14 @@ M = TypeVar("M", bound=BaseModel)
 # GraphQL failures that say GraphQL itself is unwell (not that the caller was rate limited).
 BREAKER_CODES = {"upstream_error", "upstream_unavailable", "graphql_error"}
 
+# Replies at least this large are decoded and validated on a worker thread, at most
+# PARSE_THREADS at a time: the largest product record (~840 KB) takes 2-3 ms of strict parsing
+# and a GraphQL catalog several times that, which on the event loop would stall every other
+# call of the process (catalog-served ones included). Smaller replies parse faster than a
+# thread hand-off costs. See bench/bench_mixed_load.py for what this does and does not buy.
+PARSE_IN_THREAD_BYTES = 256 * 1024
+PARSE_THREADS = 2
+
 
 def _seg(value: str) -> str:
     """One path segment: '/', '..' and '?' in user input cannot change the route."""
@@ -84,6 +92,7 @@ class UpstreamClient:
         self.breaker = breaker or GraphQLBreaker(failures=cfg.eco.graphql_breaker_failures,
                                                  cooldown_s=cfg.eco.graphql_breaker_cooldown_s,
                                                  clock=clock or time.time)
+        self._parse_slots = asyncio.Semaphore(PARSE_THREADS)
 
     async def aclose(self) -> None:
         await self.cache.drain()
@@ -112,13 +121,14 @@ class UpstreamClient:
 
         async def fetch() -> bytes:
             resp = await self.http.request(call, token=token)
-            parsed[id(resp.content)] = self._parse(call.endpoint, model, resp.content)
+            parsed[id(resp.content)] = await self._parse_off_loop(call.endpoint, model, resp.content)
             return resp.content
 
         hit = await self.cache.get_or_fetch(self._key(call, token), ttl_s, fetch, fresh=fresh)
         self._count(hit.hit, hit.stale)
         # The caller that fetched parsed already; cache hits and waiters parse the stored body.
-        return parsed.get(id(hit.value)) or self._parse(call.endpoint, model, hit.value)
+        done = parsed.get(id(hit.value))
+        return done if done is not None else await self._parse_off_loop(call.endpoint, model, hit.value)
 
     @staticmethod
     def _parse(endpoint: str, model: type[M], content: bytes) -> M:
@@ -126,6 +136,13 @@ class UpstreamClient:
             return model.model_validate_json(content)
         except (ValidationError, ValueError) as exc:
             raise mapping.unexpected_body(endpoint, exc) from None
+
+    async def _parse_off_loop(self, endpoint: str, model: type[M], content: bytes) -> M:
+        """`_parse`, on a worker thread for large replies (same model, same errors)."""
+        if len(content) < PARSE_IN_THREAD_BYTES:
+            return self._parse(endpoint, model, content)
+        async with self._parse_slots:
+            return await asyncio.to_thread(self._parse, endpoint, model, content)
 
     async def _get(self, path: str, endpoint: str, model: type[M], *, ttl: str, kind: Kind = "detail",
                    params: dict[str, Any] | None = None, token_only: bool = False, fresh: bool = False) -> M:
@@ -369,7 +386,7 @@ class UpstreamClient:
         call = Call("POST", self.cfg.eco.graphql_url, "/graphql", kind=kind, json=body, send_token=send_token)
         try:
             resp = await self.http.request(call, token=self.http.token_for(call))
-            envelope = self._parse("/graphql", m.GraphQLResponse, resp.content)
+            envelope = await self._parse_off_loop("/graphql", m.GraphQLResponse, resp.content)
             if envelope.errors:
                 raise mapping.graphql_errors(envelope.errors)
             if envelope.data is None:
