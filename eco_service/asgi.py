@@ -4,6 +4,7 @@ manager and the catalog prewarm run; see mcp_gateway.http_app."""
 
 from __future__ import annotations
 
+import logging
 import os
 
 import django
@@ -12,6 +13,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eco_service.settings")
 django.setup()
 
 from django.core.asgi import get_asgi_application  # noqa: E402
+from django.db import DatabaseError  # noqa: E402
 
 from eco_service.bootstrap import prepare_database  # noqa: E402
 from eco_service.checks import enforce_at_startup  # noqa: E402
@@ -23,5 +25,10 @@ application = build_app(django_app=get_asgi_application())
 enforce_at_startup()
 # A plain `uvicorn eco_service.asgi:application` on a fresh SQLite file must work like the CLI;
 # under compose the one-shot migrate service has already done it, and the migration lock makes
-# replicas starting together safe either way.
-prepare_database()
+# replicas starting together safe either way. A database that is down at start-up must not keep
+# the process from serving: /readyz then answers 503 "database unavailable" until it is back.
+try:
+    prepare_database()
+except DatabaseError as exc:
+    logging.getLogger("eco.bootstrap").warning(
+        "database unavailable at start-up (%s); migrations not checked", type(exc).__name__)
