@@ -49,7 +49,7 @@ from django.core.management import call_command  # noqa: E402
 
 from catalog import index  # noqa: E402
 from catalog.search import search_products  # noqa: E402
-from eco_service import config as eco_config  # noqa: E402
+from eco_core import config as eco_config  # noqa: E402
 
 
 def queries(idx: index.CatalogIndex, n: int = 1000, seed: int = 7) -> list[dict]:
@@ -113,8 +113,8 @@ def first_search_after_start() -> dict:
 
 def main() -> None:
     from catalog.services import refresh_catalogs
-    from catalog.upstream.client import get_client
-    from catalog.upstream.context import call_scope
+    from upstream.client import get_client
+    from upstream.context import call_scope
     from upstream_sim.server import SimServer  # the benchmark's fake NEON; product code never imports it
 
     call_command("migrate", verbosity=0)

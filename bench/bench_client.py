@@ -80,10 +80,10 @@ async def _timed(label: str, seconds: float, call, tasks: int = 1) -> None:
 async def run(port: int, seconds: float) -> None:
     import httpx
 
-    from catalog.upstream.cache import UpstreamCache, locmem_backend
-    from catalog.upstream.client import UpstreamClient
-    from catalog.upstream.ratelimit import LocalBuckets
-    from eco_service.config import load_config
+    from eco_core.config import load_config
+    from upstream.cache import UpstreamCache, locmem_backend
+    from upstream.client import UpstreamClient
+    from upstream.ratelimit import LocalBuckets
 
     base = f"http://127.0.0.1:{port}/api/v0"
     env = {"ECO_MCP_ECO__BASE_URL": base, "ECO_MCP_ECO__RATE_LIMIT__ANONYMOUS_BURST": "100000",
@@ -108,7 +108,7 @@ async def run(port: int, seconds: float) -> None:
 
 async def buckets(seconds: float) -> None:
     """What one take costs: in-process vs the shared Redis bucket (one Lua script call)."""
-    from catalog.upstream.ratelimit import Budget, LocalBuckets, RedisBuckets
+    from upstream.ratelimit import Budget, LocalBuckets, RedisBuckets
 
     budget = Budget(capacity=1e9, rate=1e9)
     local = LocalBuckets()

@@ -28,7 +28,7 @@ and varied from 0.54 to 1.08 run to run. Upstream-bound work on the loop in the 
 about 1 % of its samples (strict parse of a product record: 0.4 ms median, 3 ms for the largest,
 842 KB; 24-40 of them per 8 s); the loop's time goes to catalog calls themselves (eco_get_product's
 availability summary ~15 %, SSE/JSON framing, the MCP SDK). Changes: this load generator (0.09
-cores for ~350 calls/s) with CPU pinning and alternated rounds; and catalog/upstream/client.py
+cores for ~350 calls/s) with CPU pinning and alternated rounds; and upstream/client.py
 parses replies of 256 KB or more on a worker thread, two at a time, so the largest records and
 GraphQL catalogs do not stall the loop (a loop-lag probe beside back-to-back 842 KB parses:
 p50 5.0 -> 2.1 ms).

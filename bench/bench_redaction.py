@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eco_service import redact
+from eco_core import redact
 
 CONFIGURED = "configured-operator-token-0123456789"
 

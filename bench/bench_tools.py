@@ -86,7 +86,7 @@ def setup() -> tuple[object, object]:
 
     sim = SimServer(seed=1, port=0, rate_limit_scale=100.0)
     sim.__enter__()
-    from eco_service.config import load_config, set_config
+    from eco_core.config import load_config, set_config
 
     flags = {"eco.base_url": sim.base_url, "eco.graphql_url": sim.graphql_url,
              "eco.rate_limit.anonymous_burst": 100000, "eco.rate_limit.anonymous_rps": 10000,
@@ -98,7 +98,7 @@ def setup() -> tuple[object, object]:
 
 async def build_catalog(cfg) -> None:
     from catalog.services import refresh_catalogs
-    from catalog.upstream.client import close_clients, get_client
+    from upstream.client import close_clients, get_client
 
     outcomes = await refresh_catalogs(client=get_client(), cfg=cfg)
     assert all(o.ok for o in outcomes), [o.error for o in outcomes]
@@ -106,9 +106,9 @@ async def build_catalog(cfg) -> None:
 
 
 async def in_process(cfg, calls: int) -> dict[str, tuple[list[float], int, int]]:
-    from catalog.upstream.client import close_clients
     from mcp_gateway.calls import CallContext, execute
     from mcp_gateway.registry import default_registry
+    from upstream.client import close_clients
 
     out = {}
     for label, tool, args in CASES:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from catalog import months
 from catalog.index import CatalogIndex, Cell, get_index
 from catalog.resolve import resolve_product, resolve_release, resolve_site
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 
 Provisional = Literal["include", "exclude", "only"]
 Format = Literal["ranges", "months", "counts"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalog.index import CatalogIndex, ReleaseEntry, get_index, words
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 
 FULL_CODE = re.compile(r"^DP[1-4]\.\d{5}\.\d{3}$")
 BASE_CODE = re.compile(r"^DP[1-4]\.\d{5}$")

@@ -15,7 +15,7 @@ def ensure_refresh_schedule(*, using: str = "default", **_: object) -> None:
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
     from catalog.tasks import TASK_NAME
-    from eco_service.config import get_config
+    from eco_core.config import get_config
 
     if PeriodicTask.objects.using(using).filter(name=PERIODIC_TASK_NAME).exists():
         return

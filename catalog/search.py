@@ -39,7 +39,7 @@ from catalog.index import (
     words,
 )
 from catalog.months import month_index
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 
 CODE = re.compile(r"^\s*(DP[1-4]\.\d{5})(\.\d{3})?\s*$", re.IGNORECASE)
 MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")

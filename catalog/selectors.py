@@ -24,7 +24,7 @@ from catalog.availability import cell_availability, product_availability, site_a
 from catalog.index import CatalogIndex, ProductEntry, ReleaseEntry, SiteEntry, get_index
 from catalog.resolve import resolve_product, resolve_release, resolve_site
 from catalog.search import search_products, search_sites
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 
 __all__ = [
     "ProductView",

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from catalog.models import CATALOGS, CatalogState
-from eco_service.config import EcoConfig, get_config
+from eco_core.config import EcoConfig, get_config
 
 READY_NEEDS = ("products", "sites")
 
@@ -31,7 +31,7 @@ def ttl_for(catalog: str, cfg: EcoConfig) -> int:
 
 
 def _graphql_breaker_open() -> bool:
-    from catalog.upstream.client import graphql_breaker_state
+    from upstream.client import graphql_breaker_state
 
     return graphql_breaker_state().get("state") == "open"
 
@@ -76,6 +76,6 @@ def readiness(cfg: EcoConfig | None = None) -> tuple[bool, dict[str, Any]]:
 
 def upstream_cache_info() -> dict[str, Any]:
     """Entries and hit rate of the upstream answer cache (this process's view; see the client)."""
-    from catalog.upstream.client import cache_info_all
+    from upstream.client import cache_info_all
 
     return cache_info_all()

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from asgiref.sync import async_to_sync
+from celery import shared_task
 
 from catalog.models import CATALOGS
-from eco_service.celery import app
 
 if TYPE_CHECKING:
     from catalog.services.refresh import Source
@@ -19,13 +19,13 @@ if TYPE_CHECKING:
 TASK_NAME = "catalog.refresh_catalogs"
 
 
-# Bound to the project's app (not shared_task): eco_service/__init__ does not load the app, and
-# the default app would neither run eagerly without a broker nor know the broker.
-@app.task(name=TASK_NAME)
+# A shared task binds to the current app when used; eco_service's AppConfig makes the project's
+# app (broker, eager mode without one) current at start-up, so catalog never imports the root.
+@shared_task(name=TASK_NAME)
 def refresh_catalogs_task(catalogs: list[str] | None = None, source: Source | None = None,
                           trigger: str = "beat") -> list[dict]:
     from catalog.services import refresh_catalogs
-    from catalog.upstream.client import get_client
+    from upstream.client import get_client
 
     async def run() -> list[dict]:
         outcomes = await refresh_catalogs(tuple(catalogs or CATALOGS), client=get_client(), source=source,

@@ -1,3 +1,6 @@
-"""The Django project: settings, configuration model, ASGI entry and Celery app."""
+"""The composition root: Django settings, URLs, the ASGI app, the CLI and the Celery app. It may
+import every package; no package imports it."""
 
-__version__ = "0.1.0"
+from eco_core import __version__
+
+__all__ = ["__version__"]

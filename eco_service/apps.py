@@ -8,4 +8,4 @@ class EcoServiceConfig(AppConfig):
     label = "eco_service"
 
     def ready(self) -> None:
-        from eco_service import checks  # noqa: F401  (registers the system checks)
+        from eco_service import celery, checks  # noqa: F401  (registers the checks; makes the Celery app current)

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from django.conf import settings
 from django.core import checks
 
-from eco_service.config import ConfigError, get_config
+from eco_core.config import ConfigError, get_config
 
 # Keys anyone can read: this repository's fallback and the values its deployment files once
 # suggested. Django's own deploy check uses the same length and variety thresholds.

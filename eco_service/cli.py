@@ -9,8 +9,8 @@ import logging
 import sys
 from typing import Any
 
+from eco_core.config import ConfigError, EcoConfig, load_config, set_config
 from eco_service import __version__
-from eco_service.config import ConfigError, EcoConfig, load_config, set_config
 
 log = logging.getLogger("eco.cli")
 

@@ -12,14 +12,14 @@ import asyncio
 import time
 from typing import Any
 
-from eco_service.config import EcoConfig
-from eco_service.errors import EcoError
+from eco_core.config import EcoConfig
+from eco_core.errors import EcoError
 
 
 async def acheck(cfg: EcoConfig, client: Any = None) -> dict[str, Any]:
     """The verdict; uses `client` (an UpstreamClient) or a short-lived one of its own."""
-    from catalog.upstream.client import UpstreamClient
-    from catalog.upstream.ratelimit import ANONYMOUS_UPSTREAM_LIMIT
+    from upstream.client import UpstreamClient
+    from upstream.ratelimit import ANONYMOUS_UPSTREAM_LIMIT
 
     own = client is None
     client = client or UpstreamClient(cfg)

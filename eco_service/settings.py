@@ -4,7 +4,7 @@ DATABASE_URL       unset: a SQLite file in the data folder (ECO_MCP_DATA_DIR, de
 REDIS_URL          unset: an in-process cache (and an in-process rate-limit bucket)
 CELERY_BROKER_URL  unset: tasks run in-process; set it (usually to REDIS_URL) for worker + beat
 
-The spec's own settings (eco.*, cache.*, ...) are in eco_service.config, not here.
+The spec's own settings (eco.*, cache.*, ...) are in eco_core.config, not here.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class _FromEcoConfig(list[str]):
         self._seen: object = None
 
     def _values(self) -> list[str]:
-        from eco_service.config import ConfigError, get_config
+        from eco_core.config import ConfigError, get_config
         from mcp_gateway import origin
 
         try:
@@ -172,7 +172,7 @@ STATIC_ROOT = DATA_DIR / "static"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact": {"()": "eco_service.redact.RedactingFilter"}},
+    "filters": {"redact": {"()": "eco_core.redact.RedactingFilter"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {
         "stderr": {

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 from rapidfuzz import process
 
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 from mcp_gateway.models import ToolInput
 from mcp_gateway.registry import ToolSpec
 

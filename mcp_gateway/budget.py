@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 
 ENVELOPE_LISTS = frozenset({"notes", "nextSteps"})
 

@@ -17,14 +17,14 @@ from typing import Any, Literal
 import mcp_types as types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from catalog.upstream.context import Accounting, TokenSource, call_scope
-from eco_service import redact
-from eco_service.config import EcoConfig
-from eco_service.errors import EcoError
+from eco_core import redact
+from eco_core.config import EcoConfig
+from eco_core.errors import EcoError
 from mcp_gateway import budget, request_state
 from mcp_gateway.arguments import parse_arguments
 from mcp_gateway.models import Envelope
 from mcp_gateway.registry import ToolSpec
+from upstream.context import Accounting, TokenSource, call_scope
 
 log = logging.getLogger("eco.gateway")
 

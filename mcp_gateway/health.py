@@ -10,9 +10,9 @@ from anyio import to_thread
 from django import db
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from eco_service import __version__
-from eco_service.config import EcoConfig
-from eco_service.errors import EcoError
+from eco_core import __version__
+from eco_core.config import EcoConfig
+from eco_core.errors import EcoError
 from mcp_gateway import ports
 from mcp_gateway.tokens import choose_token
 

@@ -27,7 +27,7 @@ from typing import Any
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from eco_service.config import EcoConfig, get_config, set_config
+from eco_core.config import EcoConfig, get_config, set_config
 from mcp_gateway import health, ports
 from mcp_gateway.origin import HostPolicy
 from mcp_gateway.registry import Registry

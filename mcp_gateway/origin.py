@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from eco_service.config import EcoConfig
+from eco_core.config import EcoConfig
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from catalog import services as catalog_services
 from catalog import status as catalog_status_mod
-from eco_service.config import EcoConfig
+from eco_core.config import EcoConfig
 
 
 def catalog_status(cfg: EcoConfig) -> dict[str, Any]:
@@ -29,6 +29,6 @@ async def prewarm(cfg: EcoConfig) -> None:
 
 
 def upstream_client() -> Any:
-    from catalog.upstream.client import get_client
+    from upstream.client import get_client
 
     return get_client()

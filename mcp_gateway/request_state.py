@@ -12,7 +12,7 @@ import json
 import time
 from typing import Any
 
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 
 MAX_BYTES = 16 * 1024
 TTL_S = 3600

@@ -22,8 +22,8 @@ from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from rapidfuzz import process
 
-from eco_service import __version__
-from eco_service.config import EcoConfig
+from eco_core import __version__
+from eco_core.config import EcoConfig
 from mcp_gateway import prompts as prompt_specs
 from mcp_gateway import resources as resource_specs
 from mcp_gateway.calls import CallContext, execute

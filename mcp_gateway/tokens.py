@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from catalog.upstream.context import TokenSource
-from eco_service.config import EcoConfig
-from eco_service.redact import register_secret
+from eco_core.config import EcoConfig
+from eco_core.redact import register_secret
+from upstream.context import TokenSource
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from eco_service import config as eco_config
+from eco_core import config as eco_config
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 

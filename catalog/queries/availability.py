@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from catalog import months, resolve
 from catalog.index import CatalogIndex, Interval, merge
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 
 PROVISIONAL = "PROVISIONAL"
 # Months NEON lists without saying which release they belong to (never seen in recordings).

@@ -32,9 +32,9 @@ from django.conf import settings
 from catalog.models import CATALOGS
 from catalog.services.refresh import RefreshOutcome, refresh_catalog, refresh_catalogs
 from catalog.status import ttl_for
-from catalog.upstream import context
-from eco_service.config import EcoConfig, get_config
-from eco_service.errors import EcoError
+from eco_core.config import EcoConfig, get_config
+from eco_core.errors import EcoError
+from upstream import context
 
 __all__ = [
     "RefreshOutcome",
@@ -55,7 +55,7 @@ _failed_at: dict[str, float] = {}  # catalog -> time.monotonic() of its last fai
 def _client(client: Any) -> Any:
     if client is not None:
         return client
-    from catalog.upstream.client import get_client
+    from upstream.client import get_client
 
     return get_client()
 

@@ -36,9 +36,9 @@ from catalog.models import CATALOGS, Location, Product, ProductSiteAvailability,
 from catalog.services import build, swap
 from catalog.services.graphql_queries import QUERIES
 from catalog.services.records import LocationRecord, LocationTree, ProductRecord, ReleaseRecord, SiteRecord
-from catalog.upstream.context import call_scope
-from eco_service.config import EcoConfig, get_config
-from eco_service.errors import EcoError
+from eco_core.config import EcoConfig, get_config
+from eco_core.errors import EcoError
+from upstream.context import call_scope
 
 log = logging.getLogger("eco.catalog.refresh")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import template
 
 from catalog.status import catalog_status, ttl_for, upstream_cache_info
-from eco_service.config import get_config
+from eco_core.config import get_config
 
 register = template.Library()
 

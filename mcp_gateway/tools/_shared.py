@@ -13,7 +13,7 @@ from pydantic import Field
 
 from catalog.index import CatalogIndex, get_index
 from catalog.services import due_catalogs, ensure_catalogs
-from eco_service.config import EcoConfig
+from eco_core.config import EcoConfig
 from mcp_gateway import ports
 from mcp_gateway.models import Page, Source, WireModel
 

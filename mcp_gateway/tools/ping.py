@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from eco_service import __version__
+from eco_core import __version__
 from mcp_gateway import health, ports
 from mcp_gateway.calls import CallContext
 from mcp_gateway.models import Envelope, NextStep, Source, ToolInput, WireModel

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from catalog.queries.sites import site_detail, site_elevations
 from catalog.search import SiteHit, search_sites
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 from mcp_gateway import ports
 from mcp_gateway.calls import CallContext
 from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput, WireModel

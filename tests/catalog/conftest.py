@@ -17,8 +17,8 @@ from asgiref.sync import async_to_sync
 
 from catalog import index
 from catalog.services import refresh_catalogs
-from catalog.upstream.context import current
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
+from upstream.context import current
 
 
 class MiniClient:
@@ -110,7 +110,7 @@ def _wipe() -> None:
 def catalog_module(django_db_setup, django_db_blocker, sim):
     """A full catalog built once for a module (committed), removed again after it, so tests of
     other modules still start from an empty catalog."""
-    from eco_service.config import load_config
+    from eco_core.config import load_config
 
     sim.reset()
     client = MiniClient(sim.base_url, sim.graphql_url)
@@ -136,7 +136,7 @@ def idx(catalog_module, db):
 def sim_cfg(fresh_sim):
     """The active configuration pointed at the simulator (for the real upstream client), with the
     client's answer cache off so each test sees what the simulator says now."""
-    from eco_service import config as eco_config
+    from eco_core import config as eco_config
 
     cfg = eco_config.load_config(env={"ECO_MCP_ECO__BASE_URL": fresh_sim.base_url,
                                       "ECO_MCP_ECO__GRAPHQL_URL": fresh_sim.graphql_url,

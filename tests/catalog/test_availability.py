@@ -7,7 +7,7 @@ import pytest
 
 from catalog.availability import cell_availability, product_availability, site_availability
 from catalog.months import expand
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 
 CODE = "DP1.00001.001"
 

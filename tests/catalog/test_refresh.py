@@ -136,7 +136,7 @@ def test_successful_refresh_is_logged_with_rows_requests_and_seconds(db, mini_cl
 
 
 def test_unknown_catalog_name_is_invalid_argument(db, mini_client, eco_cfg):
-    from eco_service.errors import EcoError
+    from eco_core.errors import EcoError
 
     with pytest.raises(EcoError) as exc:
         refresh_one("taxa", client=mini_client, cfg=eco_cfg)

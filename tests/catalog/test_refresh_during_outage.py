@@ -21,10 +21,10 @@ from catalog import services
 from catalog.models import CatalogRefresh, CatalogState
 from catalog.services import ensure_catalogs, refresh_catalogs
 from catalog.status import catalog_status, readiness
-from catalog.upstream import context
-from catalog.upstream.cache import UpstreamCache, locmem_backend
-from catalog.upstream.client import UpstreamClient
-from eco_service import config as eco_config
+from eco_core import config as eco_config
+from upstream import context
+from upstream.cache import UpstreamCache, locmem_backend
+from upstream.client import UpstreamClient
 
 OUTAGE = {"kind": "status", "route": "^/api/v0/", "status": 503}
 SHORT_TTL_S = 60

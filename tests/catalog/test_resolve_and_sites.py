@@ -6,7 +6,7 @@ import pytest
 
 from catalog.resolve import resolve_product, resolve_release, resolve_site
 from catalog.search import haversine_km, search_sites
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 
 
 def error_of(fn, *args, **kw) -> EcoError:

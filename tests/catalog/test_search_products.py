@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from catalog.search import search_products
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 
 
 def codes(result) -> list[str]:

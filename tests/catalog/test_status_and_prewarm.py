@@ -13,7 +13,7 @@ from catalog.models import CatalogRefresh, CatalogState, Product
 from catalog.search import search_products
 from catalog.services import prewarm, refresh_catalogs
 from catalog.status import catalog_status, readiness
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 
 
 def test_readiness_is_warming_until_products_and_sites_exist(db, eco_cfg):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eco_service.config import ConfigError, load_config
+from eco_core.config import ConfigError, load_config
 
 
 def _yaml(tmp_path: Path, text: str) -> Path:

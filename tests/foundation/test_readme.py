@@ -6,19 +6,19 @@ import os
 import re
 from pathlib import Path
 
-from eco_service import config_reference
+from eco_core import config_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_configuration_reference_in_readme_is_generated_from_the_model():
     text = (ROOT / "README.md").read_text()
-    assert config_reference.updated(text) == text, "README is stale: run `python -m eco_service.config_reference`"
+    assert config_reference.updated(text) == text, "README is stale: run `python -m eco_core.config_reference`"
 
 
 def test_configuration_reference_lists_every_setting():
     text = (ROOT / "README.md").read_text()
-    from eco_service.config import iter_settings
+    from eco_core.config import iter_settings
 
     for path, _field, _default in iter_settings():
         assert f"| `{path}` |" in text

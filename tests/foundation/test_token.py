@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eco_service.config import ConfigError, load_config
+from eco_core.config import ConfigError, load_config
 
 CANARY = "canary-TOKEN-5f1d9c0e7a"
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,7 +54,7 @@ def test_token_is_masked_in_repr_str_and_dumps():
 def test_token_is_masked_in_every_log_line(caplog):
     load_config(env={"ECO_TOKEN": CANARY}, warn=False)
     logger = logging.getLogger("eco.test")
-    from eco_service.redact import RedactingFilter
+    from eco_core.redact import RedactingFilter
 
     handler_filter = RedactingFilter()
     with caplog.at_level(logging.INFO, logger="eco.test"):

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from eco_service.config import EcoConfig, load_config
+from eco_core.config import EcoConfig, load_config
 from mcp_gateway import ports
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import importlib
 import httpx
 import pytest
 
-from eco_service import config as eco_config
+from eco_core import config as eco_config
 from tests.gateway.conftest import make_cfg, run_http
 from tests.gateway.wire import modern_request, reply
 

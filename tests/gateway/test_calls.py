@@ -7,7 +7,7 @@ import logging
 import jsonschema
 import pytest
 
-from eco_service.errors import CODES
+from eco_core.errors import CODES
 from mcp_gateway.calls import CallContext, execute
 from tests.gateway.checks import assert_error
 from tests.gateway.conftest import make_cfg

@@ -10,8 +10,8 @@ from asgiref.sync import sync_to_async
 from django import db
 from mcp import Client
 
-from eco_service import config as eco_config
-from eco_service.errors import CODES
+from eco_core import config as eco_config
+from eco_core.errors import CODES
 from mcp_gateway.registry import default_registry
 from mcp_gateway.server import build_server
 from tests.gateway.conftest import make_cfg

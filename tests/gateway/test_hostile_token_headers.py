@@ -14,8 +14,8 @@ import httpx
 import mcp_types as types
 import pytest
 
-from eco_service import config as eco_config
-from eco_service import redact
+from eco_core import config as eco_config
+from eco_core import redact
 from mcp_gateway.calls import CallContext, execute
 from mcp_gateway.registry import default_registry
 from mcp_gateway.tokens import choose_token

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from eco_service import config as eco_config
+from eco_core import config as eco_config
 from mcp_gateway.registry import default_registry
 from mcp_gateway.server import build_server
 from tests.gateway.checks import assert_valid_tool_result

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from eco_service import config as eco_config
+from eco_core import config as eco_config
 from mcp_gateway import health
 from mcp_gateway.server import build_server
 from tests.gateway.conftest import REPO, make_cfg

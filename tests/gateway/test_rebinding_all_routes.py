@@ -10,7 +10,7 @@ import pytest
 from django.core.exceptions import DisallowedHost
 from django.test import RequestFactory
 
-from eco_service import config as eco_config
+from eco_core import config as eco_config
 from tests.gateway.conftest import make_cfg, run_http
 from tests.gateway.wire import modern_request
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 from mcp_gateway import request_state
 
 

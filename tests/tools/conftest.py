@@ -12,11 +12,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from catalog.upstream.client import close_clients
-from eco_service import config as eco_config
+from eco_core import config as eco_config
 from mcp_gateway.calls import CallContext, execute
 from mcp_gateway.registry import default_registry
 from tests.catalog.conftest import catalog_module, fresh_index, mini_client  # noqa: F401  (fixtures)
+from upstream.client import close_clients
 
 
 def sim_config(sim: Any, **flags: Any) -> eco_config.EcoConfig:

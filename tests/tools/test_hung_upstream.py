@@ -10,11 +10,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from catalog.upstream.client import close_clients
-from eco_service import config as eco_config
+from eco_core import config as eco_config
 from mcp_gateway.calls import CallContext, execute
 from mcp_gateway.registry import default_registry
 from tests.tools.conftest import Outcome, sim_config
+from upstream.client import close_clients
 
 
 @pytest.fixture

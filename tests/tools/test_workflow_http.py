@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mcp import Client
 
-from eco_service import config as eco_config
+from eco_core import config as eco_config
 from tests.gateway.checks import assert_valid_tool_result
 from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
 from tests.tools.conftest import sim_config

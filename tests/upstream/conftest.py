@@ -12,11 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from catalog.upstream.cache import UpstreamCache, locmem_backend
-from catalog.upstream.client import UpstreamClient
-from catalog.upstream.ratelimit import LocalBuckets
-from eco_service import redact
-from eco_service.config import EcoConfig, load_config
+from eco_core import redact
+from eco_core.config import EcoConfig, load_config
+from upstream.cache import UpstreamCache, locmem_backend
+from upstream.client import UpstreamClient
+from upstream.ratelimit import LocalBuckets
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "upstream_samples"
 CANARY = "canary-token-6f1d2a9b7c3e4d5f8a0b"
@@ -40,7 +40,7 @@ class _RawLines(logging.Handler):
 @pytest.fixture(scope="session", autouse=True)
 def no_token_leaks_in_this_session() -> Iterator[None]:
     """Across every test here: no token the process learned (the CANARY, configured and
-    callers' tokens: all are registered with eco_service.redact) may appear in a raw log line
+    callers' tokens: all are registered with eco_core.redact) may appear in a raw log line
     or in any cache key the upstream cache was asked to read or write."""
     handler = _RawLines()
     root, eco = logging.getLogger(), logging.getLogger("eco")

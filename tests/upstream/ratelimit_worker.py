@@ -29,11 +29,11 @@ class StampingTransport(httpx.AsyncHTTPTransport):
 
 
 async def main(base_url: str, start_at: float, seconds: float, buckets: str, redis_url: str, prefix: str) -> None:
-    from catalog.upstream.cache import UpstreamCache, locmem_backend
-    from catalog.upstream.client import UpstreamClient
-    from catalog.upstream.ratelimit import LocalBuckets, RedisBuckets
-    from eco_service.config import load_config
-    from eco_service.errors import EcoError
+    from eco_core.config import load_config
+    from eco_core.errors import EcoError
+    from upstream.cache import UpstreamCache, locmem_backend
+    from upstream.client import UpstreamClient
+    from upstream.ratelimit import LocalBuckets, RedisBuckets
 
     cfg = load_config(env={
         "ECO_MCP_ECO__BASE_URL": base_url, "ECO_MCP_ECO__RATE_LIMIT__ANONYMOUS_BURST": os.environ["BURST"],

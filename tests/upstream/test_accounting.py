@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.upstream.client import UpstreamClient, close_clients, get_client
-from catalog.upstream.context import call_scope
-from eco_service import config as eco_config
-from eco_service.errors import EcoError
+from eco_core import config as eco_config
+from eco_core.errors import EcoError
+from eco_core.redact import token_hash
 from eco_service.healthcheck import acheck, run_check
-from eco_service.redact import token_hash
+from upstream.client import UpstreamClient, close_clients, get_client
+from upstream.context import call_scope
 
 from .conftest import make_cfg, sim_env
 

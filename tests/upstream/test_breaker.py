@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.upstream import models as m
-from catalog.upstream.breaker import GraphQLBreaker
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
+from upstream import models as m
+from upstream.breaker import GraphQLBreaker
 
 QUERY = "query NeonMcpProductsCatalog { products { productCode productName } }"
 COOLDOWN = 900.0

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from catalog.upstream.context import call_scope
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
+from upstream.context import call_scope
 
 PRODUCT = "DP1.00001.001"
 DETAIL_TTL = 900  # cache.ttl_s.detail default
@@ -154,7 +154,7 @@ async def test_redis_backed_cache_caps_entries_and_clears_only_its_own_keys(redi
     import redis.asyncio as aioredis
     from django.core.cache.backends.redis import RedisCache
 
-    from catalog.upstream.cache import UpstreamCache
+    from upstream.cache import UpstreamCache
 
     from .conftest import make_cfg
 

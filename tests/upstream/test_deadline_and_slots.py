@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from catalog.upstream.context import call_scope
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
+from upstream.context import call_scope
 
 HANG = {"hold_s": 120}
 PRODUCT = "DP1.00001.001"

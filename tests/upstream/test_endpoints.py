@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.upstream import models as m
-from catalog.upstream.client import graphql_available, graphql_breaker_state
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
+from upstream import models as m
+from upstream.client import graphql_available, graphql_breaker_state
 
 PRODUCT, SITE, RELEASE = "DP1.00001.001", "ABBY", "RELEASE-2025"
 

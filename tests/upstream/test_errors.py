@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from catalog.upstream.context import call_scope
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
+from upstream.context import call_scope
 
 from .conftest import make_cfg
 

@@ -7,7 +7,7 @@ import asyncio
 import httpx
 import pytest
 
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
 
 from .conftest import make_cfg, reply, sample
 

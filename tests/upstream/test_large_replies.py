@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from catalog.upstream import client as client_mod
-from catalog.upstream import models as m
-from catalog.upstream.client import PARSE_IN_THREAD_BYTES, UpstreamClient
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
+from upstream import client as client_mod
+from upstream import models as m
+from upstream.client import PARSE_IN_THREAD_BYTES, UpstreamClient
 
 from .conftest import reply, sample
 

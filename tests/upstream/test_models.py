@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from catalog.upstream import models as m
+from upstream import models as m
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "upstream_samples"
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from catalog.upstream.context import call_scope
-from catalog.upstream.ratelimit import Budget, LocalBuckets, RedisBuckets
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
+from upstream.context import call_scope
+from upstream.ratelimit import Budget, LocalBuckets, RedisBuckets
 
 from .conftest import make_cfg, reply, sample
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from catalog.upstream.context import call_scope
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
+from upstream.context import call_scope
 
 from .conftest import make_cfg, reply, sample
 

@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from catalog.upstream import models as m
-from catalog.upstream.context import call_scope
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
+from upstream import models as m
+from upstream.context import call_scope
 
 from .conftest import CANARY
 

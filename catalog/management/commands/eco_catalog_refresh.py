@@ -15,7 +15,7 @@ from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand
 
 from catalog.models import CATALOGS
-from catalog.upstream.context import call_scope
+from upstream.context import call_scope
 
 
 class Command(BaseCommand):
@@ -30,7 +30,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         from catalog.services import refresh_catalogs
-        from catalog.upstream.client import get_client
+        from upstream.client import get_client
 
         catalogs = tuple(options["catalogs"] or CATALOGS)
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from eco_service.config import RateLimit
+from eco_core.config import RateLimit
 
 # NEON's limit header for anonymous callers; a token that NEON did not recognise gets it too.
 ANONYMOUS_UPSTREAM_LIMIT = 200

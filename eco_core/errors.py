@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eco_service.redact import scrub
+from eco_core.redact import scrub
 
 RETRYABLE = {
     "rate_limited": True,

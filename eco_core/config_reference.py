@@ -1,11 +1,11 @@
-"""Rewrite the README's configuration table from the settings model: `python -m eco_service.config_reference`."""
+"""Rewrite the README's configuration table from the settings model: `python -m eco_core.config_reference`."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from eco_service.config import render_reference
+from eco_core.config import render_reference
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"

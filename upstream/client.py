@@ -27,15 +27,15 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from catalog.upstream import context, mapping
-from catalog.upstream import models as m
-from catalog.upstream.breaker import GraphQLBreaker
-from catalog.upstream.cache import UpstreamCache
-from catalog.upstream.http import Call, Kind, UpstreamHttp
-from catalog.upstream.ratelimit import Buckets, LocalBuckets, RedisBuckets, budget_for
-from eco_service.config import EcoConfig, get_config
-from eco_service.errors import EcoError
-from eco_service.redact import token_hash
+from eco_core.config import EcoConfig, get_config
+from eco_core.errors import EcoError
+from eco_core.redact import token_hash
+from upstream import context, mapping
+from upstream import models as m
+from upstream.breaker import GraphQLBreaker
+from upstream.cache import UpstreamCache
+from upstream.http import Call, Kind, UpstreamHttp
+from upstream.ratelimit import Buckets, LocalBuckets, RedisBuckets, budget_for
 
 M = TypeVar("M", bound=BaseModel)
 

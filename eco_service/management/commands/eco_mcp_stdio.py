@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_gateway.management.commands.eco_mcp import Command as _Base
+from eco_service.management.commands.eco_mcp import Command as _Base
 
 
 class Command(_Base):

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from eco_service.redact import register_secret, token_hash
+from eco_core.redact import register_secret, token_hash
 
 TokenSource = Literal["config", "request", "none"]
 

@@ -5,7 +5,7 @@
 
 The upstream token has its own sources (ECO_MCP_ECO__API_TOKEN > ECO_TOKEN > ECO_API_TOKEN >
 YAML eco.api_token) and no flag. It is held as a `Secret` whose str/repr are masked, and it is
-registered with `eco_service.redact` so that no log line can carry it.
+registered with `eco_core.redact` so that no log line can carry it.
 
 Deployment settings that are not the spec's (DATABASE_URL, REDIS_URL, CELERY_BROKER_URL) live in
 `eco_service.settings`, because Django reads them before any of this runs.
@@ -24,7 +24,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
-from eco_service import redact
+from eco_core import redact
 
 log = logging.getLogger("eco.config")
 

@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from catalog.upstream.models import NeonErrorBody
-from eco_service.errors import EcoError
+from eco_core.errors import EcoError
+from upstream.models import NeonErrorBody
 
 
 def _neon_error(resp: httpx.Response) -> NeonErrorBody | None:

@@ -32,12 +32,12 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from catalog.upstream import context, mapping
-from catalog.upstream.ratelimit import Buckets, Budget, Headroom, budget_for, retry_after_from
-from eco_service import __version__
-from eco_service.config import EcoConfig
-from eco_service.errors import EcoError
-from eco_service.redact import register_secret, token_hash
+from eco_core import __version__
+from eco_core.config import EcoConfig
+from eco_core.errors import EcoError
+from eco_core.redact import register_secret, token_hash
+from upstream import context, mapping
+from upstream.ratelimit import Buckets, Budget, Headroom, budget_for, retry_after_from
 
 log = logging.getLogger("eco.upstream")
 

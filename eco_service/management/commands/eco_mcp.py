@@ -7,7 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from eco_service import __version__, cli
+from eco_core import __version__
+from eco_service import cli
 
 
 class Command(BaseCommand):

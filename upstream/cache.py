@@ -34,8 +34,8 @@ from django.conf import settings
 from django.core.cache.backends.base import BaseCache
 from django.utils.module_loading import import_string
 
-from eco_service.config import Cache as CacheSettings
-from eco_service.errors import EcoError
+from eco_core.config import Cache as CacheSettings
+from eco_core.errors import EcoError
 
 log = logging.getLogger("eco.upstream.cache")
 

@@ -1,0 +1,4 @@
+"""The foundation every package imports: typed configuration, the error tree, redaction and the
+service's version. It imports no other package of this project."""
+
+__version__ = "0.1.0"
