@@ -106,7 +106,8 @@ async def build_catalog(cfg) -> None:
 
 
 async def in_process(cfg, calls: int) -> dict[str, tuple[list[float], int, int]]:
-    from mcp_gateway.calls import CallContext, execute
+    from mcp_gateway.calls import execute
+    from mcp_gateway.context import CallContext
     from mcp_gateway.registry import default_registry
     from upstream.client import close_clients
 

@@ -87,10 +87,12 @@ def run(options: dict[str, Any], *, transport: str | None = None) -> int:
     from eco_service.bootstrap import prepare_database
 
     prepare_database()
-    from mcp_gateway import server
-
     if cfg.is_http:
-        server.serve_http(cfg)
+        from mcp_gateway.http_app import serve_http
+
+        serve_http(cfg)
     else:
-        server.serve_stdio(cfg)
+        from mcp_gateway.stdio import serve_stdio
+
+        serve_stdio(cfg)
     return 0

@@ -11,20 +11,18 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import mcp_types as types
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from eco_core import redact
-from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from mcp_gateway import budget, request_state
 from mcp_gateway.arguments import parse_arguments
+from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope
 from mcp_gateway.registry import ToolSpec
-from upstream.context import Accounting, TokenSource, call_scope
+from upstream.context import Accounting, call_scope
 
 log = logging.getLogger("eco.gateway")
 
@@ -41,37 +39,6 @@ class InputNeeded(Exception):
         super().__init__(message)
         self.key, self.message, self.requested_schema = key, message, requested_schema
         self.question, self.candidates, self.fallback = question, candidates, fallback
-
-
-@dataclass
-class CallContext:
-    """What a handler may know about the call besides its arguments. Never carries the token
-    anywhere it could be dumped: the token lives in the upstream call scope only."""
-
-    cfg: EcoConfig
-    transport: Literal["stdio", "http"]
-    protocol_version: str
-    token_source: TokenSource = "none"
-    token_header_ignored: bool = False
-    client_elicitation: bool = False
-    request_state: str | None = None
-    input_responses: dict[str, Any] | None = None
-    accounting: Accounting | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def token_configured(self) -> bool:
-        return self.token_source != "none"
-
-    @property
-    def can_ask(self) -> bool:
-        """input_required exists from 2026-07-28 on, and only for clients that declared elicitation."""
-        return self.client_elicitation and self.protocol_version in MODERN_PROTOCOL_VERSIONS
-
-    def continuation(self) -> dict[str, Any] | None:
-        """The decoded requestState of a retried call (question, candidates), or None on a first
-        call; a malformed or expired state is `invalid_argument`. The tool re-validates the answer."""
-        return None if self.request_state is None else request_state.decode(self.request_state)
 
 
 def error_result(exc: EcoError, meta: dict[str, Any] | None = None) -> types.CallToolResult:

@@ -1,4 +1,5 @@
-"""The top-level ASGI app for the HTTP transport: a small router in front of Django.
+"""The HTTP transport: the top-level ASGI app, a small router in front of Django, and
+`serve_http` which runs it under uvicorn (the CLI's `--transport http`).
 
     /mcp, /mcp/   the MCP endpoint (stateless Streamable HTTP; POST only)
     /healthz      liveness JSON
@@ -27,6 +28,7 @@ from typing import Any
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from eco_core import __version__
 from eco_core.config import EcoConfig, get_config, set_config
 from mcp_gateway import health, ports
 from mcp_gateway.origin import HostPolicy
@@ -223,3 +225,24 @@ def build_app(django_app: ASGIApp | None = None, cfg: EcoConfig | None = None, r
             cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update={"transport": "http"})})
             set_config(cfg)
     return EcoHttpApp(django_app, cfg, registry)
+
+
+def serve_http(cfg: EcoConfig) -> None:
+    import uvicorn
+    from django.core.asgi import get_asgi_application
+
+    app = build_app(django_app=get_asgi_application(), cfg=cfg)
+    # The start-up line keeps the gateway's logger name, the same as stdio's.
+    logging.getLogger("eco.gateway").info("eco-mcp %s serving MCP on http://%s:%s/mcp", __version__, cfg.server.bind_address, cfg.server.bind_port)
+    uvicorn.run(
+        app,
+        host=cfg.server.bind_address,
+        port=cfg.server.bind_port,
+        log_level=cfg.server.log_level,
+        # Uvicorn's own logging config sends access lines to stdout; ours sends everything to
+        # stderr through the redacting filter.
+        log_config=None,
+        lifespan="on",
+        proxy_headers=False,
+        server_header=False,
+    )

@@ -8,7 +8,8 @@ family never touches the protocol code.
     ]
 
 A handler is `async def handler(args: InputModel, call: CallContext) -> OutputModel`: it parses
-nothing and formats nothing, it calls one service or selector and returns the typed output.
+nothing and formats nothing, it calls its family's read module (or, for eco_ping, `health.py`)
+and returns the typed output.
 """
 
 from __future__ import annotations
@@ -18,16 +19,14 @@ import pkgutil
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types as types
 
+from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, ToolInput, input_schema, output_schema
 
-if TYPE_CHECKING:
-    from mcp_gateway.calls import CallContext
-
-Handler = Callable[[Any, "CallContext"], Awaitable[Envelope]]
+Handler = Callable[[Any, CallContext], Awaitable[Envelope]]
 
 TOOLS_PACKAGE = "mcp_gateway.tools"
 

@@ -1,8 +1,9 @@
-"""The MCP server: the SDK's low-level `Server` with our handlers, and the two ways to serve it.
+"""The MCP protocol: the SDK's low-level `Server` with our handlers for tools, resources, prompts
+and server/discover. It knows no transport; the transports import it, never the other way:
 
-    build_server(cfg) -> Server      handlers for tools, resources, prompts and server/discover
-    serve_stdio(cfg)                 stdio, both protocol eras (stdout carries only framing)
-    serve_http(cfg)                  uvicorn + the ASGI router of http_app.build_app
+    build_server(cfg) -> Server      this module
+    stdio.serve_stdio(cfg)           stdio, both protocol eras (stdout carries only framing)
+    http_app.serve_http(cfg)         uvicorn + the ASGI router of http_app.build_app
 """
 
 from __future__ import annotations
@@ -10,23 +11,21 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
-import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
-from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, SERVER_INFO_META_KEY
+from mcp_types import INVALID_PARAMS, SERVER_INFO_META_KEY
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 from rapidfuzz import process
 
 from eco_core import __version__
 from eco_core.config import EcoConfig
 from mcp_gateway import prompts as prompt_specs
 from mcp_gateway import resources as resource_specs
-from mcp_gateway.calls import CallContext, execute
+from mcp_gateway.calls import execute
+from mcp_gateway.context import CallContext
 from mcp_gateway.registry import Registry, default_registry
 from mcp_gateway.tokens import choose_token
 
@@ -180,63 +179,4 @@ def _read_result(uri: str, mime: str, text: str, ttl_ms: int) -> types.ReadResou
         contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)],
         ttl_ms=ttl_ms,
         cache_scope="public",
-    )
-
-
-def _unreadable_line_error(exc: Exception) -> SessionMessage:
-    invalid_json = isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors())
-    code, message = (PARSE_ERROR, "Parse error") if invalid_json else (INVALID_REQUEST, "Invalid Request")
-    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)))
-
-
-async def _serve_stream(server: Server[Any], read_stream: Any, write_stream: Any) -> None:
-    """Serve one stream pair; a line that is not a JSON-RPC message gets the JSON-RPC error with
-    a null id (the SDK would drop it silently, leaving the client waiting)."""
-    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-
-    async def relay() -> None:
-        async with send:
-            async for item in read_stream:
-                if isinstance(item, Exception):
-                    await write_stream.send(_unreadable_line_error(item))
-                else:
-                    await send.send(item)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(relay)
-        await server.run(receive, write_stream, server.create_initialization_options())
-
-
-def serve_stdio(cfg: EcoConfig) -> None:
-    from mcp.server.stdio import stdio_server
-
-    server = build_server(cfg)
-
-    async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await _serve_stream(server, read_stream, write_stream)
-
-    log.info("eco-mcp %s serving MCP on stdio", __version__)
-    anyio.run(run)
-
-
-def serve_http(cfg: EcoConfig) -> None:
-    import uvicorn
-    from django.core.asgi import get_asgi_application
-
-    from mcp_gateway.http_app import build_app
-
-    app = build_app(django_app=get_asgi_application(), cfg=cfg)
-    log.info("eco-mcp %s serving MCP on http://%s:%s/mcp", __version__, cfg.server.bind_address, cfg.server.bind_port)
-    uvicorn.run(
-        app,
-        host=cfg.server.bind_address,
-        port=cfg.server.bind_port,
-        log_level=cfg.server.log_level,
-        # Uvicorn's own logging config sends access lines to stdout; ours sends everything to
-        # stderr through the redacting filter.
-        log_config=None,
-        lifespan="on",
-        proxy_headers=False,
-        server_header=False,
     )

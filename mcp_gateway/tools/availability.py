@@ -9,7 +9,7 @@ from pydantic import Field
 
 from catalog.queries.availability import AvailabilityAnswer, get_availability
 from mcp_gateway import ports
-from mcp_gateway.calls import CallContext
+from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
 from mcp_gateway.tools._shared import (

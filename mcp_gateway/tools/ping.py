@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field
 
 from eco_core import __version__
 from mcp_gateway import health, ports
-from mcp_gateway.calls import CallContext
+from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, NextStep, Source, ToolInput, WireModel
 from mcp_gateway.registry import ToolSpec
 

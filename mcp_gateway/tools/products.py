@@ -11,7 +11,7 @@ from catalog.queries.products import product_detail
 from catalog.queries.text import clip
 from catalog.search import ProductHit, search_products
 from mcp_gateway import ports
-from mcp_gateway.calls import CallContext
+from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput, WireModel
 from mcp_gateway.registry import ToolSpec
 from mcp_gateway.tools._shared import (

@@ -11,7 +11,7 @@ from catalog.queries.sites import site_detail, site_elevations
 from catalog.search import SiteHit, search_sites
 from eco_core.errors import EcoError
 from mcp_gateway import ports
-from mcp_gateway.calls import CallContext
+from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput, WireModel
 from mcp_gateway.registry import ToolSpec
 from mcp_gateway.tools._shared import DOMAIN_PATTERN, SiteSummary, Utm, catalog_index, catalog_read, page

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from eco_core.errors import EcoError
-from mcp_gateway.calls import CallContext
+from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, Page, ToolInput, WireModel
 from mcp_gateway.registry import ToolSpec
 
