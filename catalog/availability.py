@@ -1,188 +1,280 @@
-"""Which months of which product at which site, by release, from the in-memory index.
+"""Availability: which months of a product exist at a site, split by release.
 
-    product_availability(product, *, site_codes=None, domain_code=None, release=None,
-                         provisional="include", start_month=None, end_month=None, fmt="ranges")
-        -> AvailabilityResult(mode="product", rows: one per site)
-    site_availability(site, *, product_codes=None, release=None, provisional=..., ...)
-        -> AvailabilityResult(mode="site", rows: one per product)
-    cell_availability(product, site, *, release=None, provisional=..., fmt="months")
-        -> AvailabilityResult(mode="cell", rows: zero or one)
+The unit everything works on is a *cell*: release tag (or PROVISIONAL) -> ISO month ranges,
+for one product at one site. Cells come from the catalog (current view, no upstream request)
+or, for a pinned release, from the upstream product or site record as published in that
+release (one cached request). `shape_row` then applies the provisional filter and the month
+window locally and renders the chosen format.
 
-`product`/`site` accept codes or names (catalog.resolve; the resolution is in `resolved`).
-Each row's `by_release` maps RELEASE-YYYY tags and PROVISIONAL to the months in `fmt`:
-"ranges" (ISO intervals YYYY-MM/YYYY-MM), "months" (every YYYY-MM) or "counts" (an int).
-`summary` totals site-months per release over all rows. The window [start_month, end_month]
-cuts every per-release list; rows left empty are dropped. Synchronous (see catalog.index).
+    await product_cells(idx, code, release=, client=)  -> {siteCode: cell}
+    await site_cells(idx, code, release=, client=)     -> {productCode: (title, cell)}
+    shape_row(cell, provisional=, start=, end=, fmt=)   -> RowData | None
+    totals(rows)                                        -> the summary over every row
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from catalog import months
-from catalog.index import CatalogIndex, Cell, get_index
-from catalog.resolve import resolve_product, resolve_release, resolve_site
+from catalog import months, resolve
+from catalog.index import CatalogIndex, Interval, merge
 from eco_core.errors import EcoError
 
-Provisional = Literal["include", "exclude", "only"]
-Format = Literal["ranges", "months", "counts"]
-MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 PROVISIONAL = "PROVISIONAL"
+# Months NEON lists without saying which release they belong to (never seen in recordings).
+UNSPECIFIED = "UNSPECIFIED"
+
+Cell = dict[str, list[str]]
+Format = Literal["ranges", "months", "counts"]
+ProvisionalMode = Literal["include", "exclude", "only"]
 
 
 @dataclass
-class AvailabilityRow:
-    product_code: str
-    product_name: str
-    site_code: str
-    site_name: str | None
-    domain_code: str | None
-    by_release: dict[str, Any]
+class RowData:
     month_count: int
-    first_month: str
-    last_month: str
-
-    @property
-    def month_range(self) -> str:
-        return f"{self.first_month}/{self.last_month}"
-
-
-@dataclass
-class AvailabilityResult:
-    mode: Literal["product", "site", "cell"]
-    rows: list[AvailabilityRow]
-    summary: dict[str, int]
-    release: str | None
-    provisional: Provisional
-    window: dict[str, str | None] | None
-    format: Format
-    resolved: dict[str, Any] = field(default_factory=dict)
+    provisional_month_count: int
+    first_month: str | None
+    last_month: str | None
+    ranges: list[str] | None
+    months: list[str] | None
+    by_release: dict[str, Any]
+    counts: dict[str, int] = field(default_factory=dict)
 
 
-def _bad(name: str, message: str) -> EcoError:
-    return EcoError("invalid_argument", f"{name}: {message}", details={"field": name})
+def cell_from_upstream(available_releases: list[Any], available_months: list[str], release: str | None) -> Cell:
+    """One upstream siteCodes/dataProducts entry as a cell."""
+    cell: Cell = {}
+    for a in available_releases:
+        if a.available_months:
+            cell[a.release] = months.to_ranges(a.available_months)
+    if not cell and available_months:
+        cell[release or UNSPECIFIED] = months.to_ranges(available_months)
+    return cell
 
 
-def _options(idx: CatalogIndex, release, provisional, start_month, end_month, fmt, resolved) -> str | None:
-    if provisional not in ("include", "exclude", "only"):
-        raise _bad("provisional", "must be include, exclude or only")
-    if fmt not in ("ranges", "months", "counts"):
-        raise _bad("format", "must be ranges, months or counts")
-    for name, value in (("start_month", start_month), ("end_month", end_month)):
-        if value is not None and not MONTH.match(value):
-            raise _bad(name, f"expected a month YYYY-MM, got {value!r}")
-    if start_month and end_month and start_month > end_month:
-        raise _bad("start_month", "is after end_month")
+async def product_cells(idx: CatalogIndex, code: str, *, release: str | None, client: Any) -> dict[str, Cell]:
     if release is None:
-        return None
-    if provisional == "only":
-        raise _bad("provisional", "only cannot be combined with release")
-    r = resolve_release(release, index=idx)
-    resolved["release"] = r.echo()
-    return r.tag
+        return {site: dict(c.ranges) for site, c in idx.by_code[code].cells.items()}
+    record = await client.product(code, release=release)
+    return {s.site_code: cell_from_upstream(s.available_releases, s.available_months, release)
+            for s in record.site_codes}
 
 
-def _row(idx: CatalogIndex, cell: Cell, rel: str | None, provisional: str, start: str | None, end: str | None,
-         fmt: str) -> AvailabilityRow | None:
-    kept: dict[str, list[str]] = {}
-    for tag, ranges in cell.ranges.items():
-        is_prov = tag == PROVISIONAL
-        if (is_prov and provisional == "exclude") or (not is_prov and provisional == "only"):
+async def site_cells(idx: CatalogIndex, site: str, *, release: str | None,
+                     client: Any) -> dict[str, tuple[str | None, Cell]]:
+    if release is None:
+        return {p.code: (p.name, dict(p.cells[site].ranges)) for p in idx.products if site in p.cells}
+    record = await client.site(site, release=release)
+    return {d.data_product_code: (d.data_product_title,
+                                  cell_from_upstream(d.available_releases, d.available_months, release))
+            for d in record.data_products}
+
+
+def _intervals(ranges: list[str]) -> list[Interval]:
+    out = []
+    for r in ranges:
+        a, _, b = r.partition("/")
+        out.append((months.month_index(a), months.month_index(b or a)))
+    return out
+
+
+def _text(ivs: tuple[Interval, ...]) -> list[str]:
+    return [f"{months.month_from_index(a)}/{months.month_from_index(b)}" for a, b in ivs]
+
+
+def _count(ivs: tuple[Interval, ...]) -> int:
+    return sum(b - a + 1 for a, b in ivs)
+
+
+def _every(ivs: tuple[Interval, ...]) -> list[str]:
+    return [months.month_from_index(k) for a, b in ivs for k in range(a, b + 1)]
+
+
+def shape_row(cell: Cell, *, provisional: ProvisionalMode, start: str | None, end: str | None,
+              fmt: Format) -> RowData | None:
+    """The cell filtered (provisional, window) and rendered; None when nothing is left.
+    Works on integer month intervals: a product at 81 sites is thousands of months."""
+    lo = months.month_index(start) if start else -1
+    hi = months.month_index(end) if end else 10**9
+    kept: dict[str, tuple[Interval, ...]] = {}
+    for rel, ranges in sorted(cell.items()):
+        if (provisional == "exclude" and rel == PROVISIONAL) or (provisional == "only" and rel != PROVISIONAL):
             continue
-        if not is_prov and rel is not None and tag != rel:
-            continue
-        clipped = months.clip(ranges, start, end) if (start or end) else list(ranges)
+        clipped = merge([(max(a, lo), min(b, hi)) for a, b in _intervals(ranges) if a <= hi and b >= lo])
         if clipped:
-            kept[tag] = clipped
+            kept[rel] = clipped
     if not kept:
         return None
-    firsts = [r.partition("/")[0] for rs in kept.values() for r in rs]
-    lasts = [r.partition("/")[2] for rs in kept.values() for r in rs]
-    total = len({m for rs in kept.values() for m in months.expand(rs)})
-    out: dict[str, Any] = {}
-    for tag, rs in kept.items():
-        out[tag] = rs if fmt == "ranges" else months.expand(rs) if fmt == "months" else months.count(rs)
-    site = idx.site_by_code.get(cell.site_code)
-    product = idx.by_code[cell.product_code]
-    return AvailabilityRow(product.code, product.name, cell.site_code, site.name if site else None,
-                           site.domain_code if site else None, out, total, min(firsts), max(lasts))
+    every = merge([iv for ivs in kept.values() for iv in ivs])
+    counts = {rel: _count(ivs) for rel, ivs in kept.items()}
+    by_release: dict[str, Any]
+    if fmt == "ranges":
+        by_release = {rel: _text(ivs) for rel, ivs in kept.items()}
+    elif fmt == "months":
+        by_release = {rel: _every(ivs) for rel, ivs in kept.items()}
+    else:
+        by_release = dict(counts)
+    return RowData(
+        month_count=_count(every),
+        provisional_month_count=counts.get(PROVISIONAL, 0),
+        first_month=months.month_from_index(every[0][0]),
+        last_month=months.month_from_index(every[-1][1]),
+        ranges=_text(every) if fmt == "ranges" else None,
+        months=_every(every) if fmt == "months" else None,
+        by_release=by_release,
+        counts=counts,
+    )
 
 
-def _summary(rows: list[AvailabilityRow], fmt: str) -> dict[str, int]:
-    totals: dict[str, int] = {}
-    for row in rows:
-        for tag, value in row.by_release.items():
-            n = value if fmt == "counts" else months.count(value) if fmt == "ranges" else len(value)
-            totals[tag] = totals.get(tag, 0) + n
-    return dict(sorted(totals.items()))
+def totals(rows: list[RowData]) -> dict[str, Any]:
+    by_release: dict[str, int] = {}
+    for r in rows:
+        for rel, n in r.counts.items():
+            by_release[rel] = by_release.get(rel, 0) + n
+    firsts = [r.first_month for r in rows if r.first_month]
+    lasts = [r.last_month for r in rows if r.last_month]
+    return {
+        "rows": len(rows),
+        "site_months": sum(r.month_count for r in rows),
+        "by_release": dict(sorted(by_release.items())),
+        "first_month": min(firsts, default=None),
+        "last_month": max(lasts, default=None),
+    }
 
 
-def _result(mode, rows, fmt, rel, provisional, start, end, resolved) -> AvailabilityResult:
-    window = {"start": start, "end": end} if (start or end) else None
-    return AvailabilityResult(mode, rows, _summary(rows, fmt), rel, provisional, window, fmt, resolved)
+# -- the three modes of eco_get_availability -----------------------------------------------
+
+@dataclass
+class AvailabilityAnswer:
+    mode: Literal["product", "site", "cell"]
+    product_code: str | None
+    product_name: str | None
+    site_code: str | None
+    site_name: str | None
+    release: str | None
+    format: Format
+    rows: list[dict[str, Any]]
+    total: int
+    summary: dict[str, Any]
+    resolved: dict[str, Any]
+    notes: list[str]
+    upstream: bool
 
 
-def product_availability(
-    product: str, *, site_codes: list[str] | None = None, domain_code: str | None = None, release: str | None = None,
-    provisional: Provisional = "include", start_month: str | None = None, end_month: str | None = None,
-    fmt: Format = "ranges", index: CatalogIndex | None = None,
-) -> AvailabilityResult:
-    idx = index or get_index()
-    rp = resolve_product(product, index=idx)
-    p = idx.by_code[rp.code]
-    resolved: dict[str, Any] = {"product": rp.echo()}
-    rel = _options(idx, release, provisional, start_month, end_month, fmt, resolved)
-    wanted = None
-    if site_codes:
-        wanted = {resolve_site(s, index=idx, field="site_codes").code for s in site_codes}
-    domain = domain_code.strip().upper() if domain_code else None
+def _bad(field_name: str, message: str) -> EcoError:
+    return EcoError("invalid_argument", f"{field_name}: {message}", details={"field": field_name})
+
+
+def _check_mode_fields(mode: str, *, site_codes, domain_code, product_codes) -> None:
+    if mode != "product":
+        for name, value in (("site_codes", site_codes), ("domain_code", domain_code)):
+            if value is not None:
+                raise _bad(name, f"applies to product mode only (product without site); this call is {mode} mode")
+    if mode != "site" and product_codes is not None:
+        raise _bad("product_codes", f"applies to site mode only (site without product); this call is {mode} mode")
+
+
+def _row_dict(data: RowData, **keys: Any) -> dict[str, Any]:
+    return {**keys, "month_count": data.month_count, "provisional_month_count": data.provisional_month_count,
+            "first_month": data.first_month, "last_month": data.last_month, "ranges": data.ranges,
+            "months": data.months, "by_release": data.by_release}
+
+
+async def get_availability(
+    *, idx: CatalogIndex, client: Any, product: str | None, site: str | None,
+    site_codes: list[str] | None = None, domain_code: str | None = None, product_codes: list[str] | None = None,
+    release: str | None = None, provisional: ProvisionalMode = "include", start_month: str | None = None,
+    end_month: str | None = None, fmt: Format | None = None, limit: int = 100, offset: int = 0,
+) -> AvailabilityAnswer:
+    if product is None and site is None:
+        raise _bad("product", "give product (one row per site), site (one row per product), or both (one cell)")
+    mode: Literal["product", "site", "cell"] = "cell" if product and site else ("product" if product else "site")
+    _check_mode_fields(mode, site_codes=site_codes, domain_code=domain_code, product_codes=product_codes)
+    if release is not None and provisional == "only":
+        raise _bad("provisional", "'only' cannot be combined with release: a release holds no provisional data")
+    if start_month and end_month and start_month > end_month:
+        raise _bad("start_month", f"{start_month} is after end_month {end_month}")
+    fmt = fmt or ("months" if mode == "cell" else "ranges")
+    resolved: dict[str, Any] = {}
+    notes: list[str] = []
+    prod = st = None
+    if product is not None:
+        r = resolve.resolve_product(product, index=idx)
+        prod, resolved["product"] = idx.by_code[r.code], r.echo()
+    if site is not None:
+        rs = resolve.resolve_site(site, index=idx)
+        st, resolved["site"] = idx.site_by_code[rs.code], rs.echo()
+    tag = None
+    if release is not None:
+        rr = resolve.resolve_release(release, index=idx)
+        tag, resolved["release"] = rr.tag, rr.echo()
+        notes.append(f"Months as published in {tag} (read from the upstream record of that release).")
+    if start_month or end_month:
+        notes.append("The month window was applied locally to each release's months.")
+
+    wanted: set[str] | None = None
+    # mode follows from which of product/site were given, so the entry it reads was resolved above.
+    if mode == "product":
+        assert prod is not None
+        wanted = _sites_wanted(idx, site_codes, domain_code, resolved)
+        cells = await product_cells(idx, prod.code, release=tag, client=client)
+        keyed = {code: (idx.site_by_code[code].name if code in idx.site_by_code else None, cell)
+                 for code, cell in cells.items() if wanted is None or code in wanted}
+    elif mode == "site":
+        assert st is not None
+        wanted = _products_wanted(idx, product_codes, resolved)
+        keyed = {code: pair for code, pair in (await site_cells(idx, st.code, release=tag, client=client)).items()
+                 if wanted is None or code in wanted}
+    else:
+        assert prod is not None and st is not None
+        cells = await product_cells(idx, prod.code, release=tag, client=client)
+        keyed = {st.code: (st.name, cells[st.code])} if st.code in cells else {}
+
+    shaped: list[tuple[str, str | None, RowData]] = []
+    for key in sorted(keyed):
+        name, cell = keyed[key]
+        data = shape_row(cell, provisional=provisional, start=start_month, end=end_month, fmt=fmt)
+        if data is not None:
+            shaped.append((key, name, data))
+    if wanted is not None:
+        missing = sorted(wanted - {k for k, _, _ in shaped})
+        if missing:
+            notes.append(f"No matching months for: {', '.join(missing)}.")
     rows = []
-    for code in sorted(p.cells):
-        if wanted is not None and code not in wanted:
-            continue
-        site = idx.site_by_code.get(code)
-        if domain and (site is None or site.domain_code != domain):
-            continue
-        row = _row(idx, p.cells[code], rel, provisional, start_month, end_month, fmt)
-        if row is not None:
-            rows.append(row)
-    return _result("product", rows, fmt, rel, provisional, start_month, end_month, resolved)
+    for key, name, data in shaped[offset:offset + limit]:
+        if mode == "site":
+            assert st is not None
+            rows.append(_row_dict(data, product_code=key, product_name=name, site_code=st.code, site_name=st.name))
+        else:
+            assert prod is not None
+            rows.append(_row_dict(data, product_code=prod.code, product_name=prod.name, site_code=key,
+                                  site_name=name))
+    return AvailabilityAnswer(
+        mode=mode, product_code=prod.code if prod else None, product_name=prod.name if prod else None,
+        site_code=st.code if st else None, site_name=st.name if st else None, release=tag, format=fmt,
+        rows=rows, total=len(shaped), summary=totals([d for _, _, d in shaped]), resolved=resolved,
+        notes=notes, upstream=tag is not None,
+    )
 
 
-def site_availability(
-    site: str, *, product_codes: list[str] | None = None, release: str | None = None,
-    provisional: Provisional = "include", start_month: str | None = None, end_month: str | None = None,
-    fmt: Format = "ranges", index: CatalogIndex | None = None,
-) -> AvailabilityResult:
-    idx = index or get_index()
-    r = resolve_site(site, index=idx)
-    resolved: dict[str, Any] = {"site": r.echo()}
-    rel = _options(idx, release, provisional, start_month, end_month, fmt, resolved)
-    wanted = None
-    if product_codes:
-        wanted = {resolve_product(c, index=idx, field="product_codes").code for c in product_codes}
-    rows = []
-    for p in idx.products:
-        cell = p.cells.get(r.code)
-        if cell is None or (wanted is not None and p.code not in wanted):
-            continue
-        row = _row(idx, cell, rel, provisional, start_month, end_month, fmt)
-        if row is not None:
-            rows.append(row)
-    return _result("site", rows, fmt, rel, provisional, start_month, end_month, resolved)
+def _sites_wanted(idx: CatalogIndex, site_codes: list[str] | None, domain_code: str | None,
+                  resolved: dict[str, Any]) -> set[str] | None:
+    wanted: set[str] | None = None
+    if site_codes is not None:
+        echoes = [resolve.resolve_site(s, index=idx, field="site_codes") for s in site_codes]
+        wanted = {e.code for e in echoes}
+        resolved["siteCodes"] = [e.echo() for e in echoes]
+    if domain_code is not None:
+        domain = domain_code.upper()
+        in_domain = {s.code for s in idx.sites if s.domain_code == domain}
+        wanted = in_domain if wanted is None else wanted & in_domain
+    return wanted
 
 
-def cell_availability(
-    product: str, site: str, *, release: str | None = None, provisional: Provisional = "include",
-    start_month: str | None = None, end_month: str | None = None, fmt: Format = "months",
-    index: CatalogIndex | None = None,
-) -> AvailabilityResult:
-    idx = index or get_index()
-    rp, rs = resolve_product(product, index=idx), resolve_site(site, index=idx)
-    resolved: dict[str, Any] = {"product": rp.echo(), "site": rs.echo()}
-    rel = _options(idx, release, provisional, start_month, end_month, fmt, resolved)
-    cell = idx.by_code[rp.code].cells.get(rs.code)
-    row = _row(idx, cell, rel, provisional, start_month, end_month, fmt) if cell else None
-    return _result("cell", [row] if row else [], fmt, rel, provisional, start_month, end_month, resolved)
+def _products_wanted(idx: CatalogIndex, product_codes: list[str] | None, resolved: dict[str, Any]) -> set[str] | None:
+    if product_codes is None:
+        return None
+    echoes = [resolve.resolve_product(p, index=idx, field="product_codes") for p in product_codes]
+    resolved["productCodes"] = [e.echo() for e in echoes]
+    return {e.code for e in echoes}

@@ -13,11 +13,12 @@ Deployment settings that are not the spec's (DATABASE_URL, REDIS_URL, CELERY_BRO
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -530,8 +531,24 @@ def get_config() -> EcoConfig:
 
 
 def set_config(cfg: EcoConfig | None) -> None:
+    """Install `cfg` as the process's configuration for good (the CLI and the ASGI entry, once at
+    start-up); None makes the next `get_config()` load it again from the environment."""
     global _active
     _active = cfg
+
+
+@contextlib.contextmanager
+def use_config(cfg: EcoConfig) -> Iterator[EcoConfig]:
+    """Make `cfg` the active configuration inside the block, then put back whatever was active
+    before (even if the block raised). Tests change configuration only through this, or through
+    the `active_config` fixture built on it."""
+    global _active
+    previous = _active
+    _active = cfg
+    try:
+        yield cfg
+    finally:
+        _active = previous
 
 
 # --------------------------------------------------------------------------- documentation

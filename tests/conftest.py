@@ -7,9 +7,10 @@ service is a failure, never a silent skip.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import urlparse
 
 import pytest
@@ -54,13 +55,18 @@ def redis_url() -> str:
 
 
 @pytest.fixture
+def active_config() -> Iterator[Callable[[eco_config.EcoConfig], eco_config.EcoConfig]]:
+    """`active_config(cfg)` makes `cfg` the active configuration for the rest of the test (call it
+    again to switch); the configuration that was active before the test comes back afterwards."""
+    with contextlib.ExitStack() as installed:
+        yield lambda cfg: installed.enter_context(eco_config.use_config(cfg))
+
+
+@pytest.fixture
 def eco_cfg() -> Iterator[eco_config.EcoConfig]:
     """A fresh default configuration (no environment), installed as the active one."""
-    cfg = eco_config.load_config(env={}, warn=False)
-    previous = eco_config._active
-    eco_config.set_config(cfg)
-    yield cfg
-    eco_config.set_config(previous)
+    with eco_config.use_config(eco_config.load_config(env={}, warn=False)) as cfg:
+        yield cfg
 
 
 @pytest.fixture(scope="session")

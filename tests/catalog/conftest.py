@@ -141,7 +141,5 @@ def sim_cfg(fresh_sim):
     cfg = eco_config.load_config(env={"ECO_MCP_ECO__BASE_URL": fresh_sim.base_url,
                                       "ECO_MCP_ECO__GRAPHQL_URL": fresh_sim.graphql_url,
                                       "ECO_MCP_CACHE__ENABLED": "false"}, warn=False)
-    previous = eco_config._active
-    eco_config.set_config(cfg)
-    yield cfg
-    eco_config.set_config(previous)
+    with eco_config.use_config(cfg):
+        yield cfg

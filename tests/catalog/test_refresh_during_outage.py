@@ -43,10 +43,8 @@ def outage_cfg(fresh_sim) -> Iterator[eco_config.EcoConfig]:
         "ECO_MCP_CACHE__TTL_S__LOCATIONS": str(SHORT_TTL_S),
         "ECO_MCP_ECO__RETRIES__BACKOFF_BASE_S": "0",
     }, warn=False)
-    previous = eco_config._active
-    eco_config.set_config(cfg)
-    yield cfg
-    eco_config.set_config(previous)
+    with eco_config.use_config(cfg):
+        yield cfg
 
 
 class CacheClock:

@@ -13,10 +13,10 @@ from tests.gateway.wire import modern_request, reply
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_asgi_module_serves_mcp_health_and_django_in_http_mode(monkeypatch, settings):
+def test_the_asgi_module_serves_mcp_health_and_django_in_http_mode(active_config, settings):
     # HTTP start-up refuses a known secret key (eco.E004); this one is private to the test.
     settings.SECRET_KEY = "asgi-entry-test-" + "k3y-" * 12
-    monkeypatch.setattr(eco_config, "_active", make_cfg(server__transport="stdio", cache__prewarm=False))
+    active_config(make_cfg(server__transport="stdio", cache__prewarm=False))
     asgi = importlib.import_module("eco_service.asgi")
     app = asgi.build_app(django_app=asgi.get_asgi_application())
     # No --transport flag reaches uvicorn: the process configuration is switched to HTTP.

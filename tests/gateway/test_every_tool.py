@@ -10,7 +10,6 @@ from asgiref.sync import sync_to_async
 from django import db
 from mcp import Client
 
-from eco_core import config as eco_config
 from eco_core.errors import CODES
 from mcp_gateway.registry import default_registry
 from mcp_gateway.server import build_server
@@ -19,10 +18,10 @@ from tests.gateway.conftest import make_cfg
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-async def test_every_tool_answers_a_schema_valid_result_or_a_stable_error(fresh_sim, monkeypatch):
+async def test_every_tool_answers_a_schema_valid_result_or_a_stable_error(fresh_sim, active_config):
     cfg = make_cfg(server__transport="stdio", eco__base_url=fresh_sim.base_url, eco__graphql_url=fresh_sim.graphql_url,
                    eco__retries__max_attempts=1, downloads__enabled=False)
-    monkeypatch.setattr(eco_config, "_active", cfg)
+    active_config(cfg)
     seen = {}
     async with Client(build_server(cfg), mode="2026-07-28") as client:
         tools = (await client.list_tools()).tools

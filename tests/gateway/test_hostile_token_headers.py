@@ -16,8 +16,7 @@ import pytest
 
 from eco_core import config as eco_config
 from eco_core import redact
-from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
+from mcp_gateway.calls import CallContext, execute
 from mcp_gateway.registry import default_registry
 from mcp_gateway.tokens import choose_token
 from tests.gateway.conftest import make_cfg
@@ -65,10 +64,9 @@ def _ok(message: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _http_cfg(sim: Any, **flags: Any) -> eco_config.EcoConfig:
-    cfg = sim_config(sim, server__transport="http", **flags)
-    eco_config.set_config(cfg)  # the server thread's upstream client reads the active configuration
-    return cfg
+def _http_cfg(sim: Any, active_config: Any, **flags: Any) -> eco_config.EcoConfig:
+    # The server thread's upstream client reads the active configuration.
+    return active_config(sim_config(sim, server__transport="http", **flags))
 
 
 @pytest.fixture
@@ -88,8 +86,8 @@ def frozen_catalog_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("sim_cfg", "frozen_catalog_clock")
 @pytest.mark.parametrize("honoured", [False, True], ids=["header-ignored", "header-honoured"])
-async def test_hostile_token_headers_never_change_another_callers_answer(http_server, sim, honoured):
-    cfg = _http_cfg(sim, server__allow_insecure_header_token=honoured)
+async def test_hostile_token_headers_never_change_another_callers_answer(http_server, sim, active_config, honoured):
+    cfg = _http_cfg(sim, active_config, server__allow_insecure_header_token=honoured)
     with http_server(cfg) as srv:
         async with httpx.AsyncClient(timeout=60) as http:
             before = {tool: _ok(await _call(http, srv.url, tool, args))
@@ -142,9 +140,9 @@ def test_request_tokens_used_upstream_are_remembered_for_log_lines_within_a_fixe
 
 
 @pytest.mark.usefixtures("sim_cfg")
-async def test_an_honoured_token_echoed_in_an_argument_is_masked_in_that_callers_result_only(http_server, sim):
+async def test_an_honoured_token_echoed_in_an_argument_is_masked_in_that_callers_result_only(http_server, sim, active_config):
     token = "caller-token-echoed-3c9f0d2b"
-    cfg = _http_cfg(sim, server__allow_insecure_header_token=True)
+    cfg = _http_cfg(sim, active_config, server__allow_insecure_header_token=True)
     with http_server(cfg) as srv:
         async with httpx.AsyncClient(timeout=60) as http:
             own_search = _ok(await _call(http, srv.url, "eco_search_products", {"query": token}, token=token))
@@ -161,12 +159,12 @@ async def test_an_honoured_token_echoed_in_an_argument_is_masked_in_that_callers
 
 
 @pytest.mark.usefixtures("sim_cfg")
-async def test_the_configured_canary_token_and_used_request_tokens_are_masked_in_log_lines(http_server, sim):
+async def test_the_configured_canary_token_and_used_request_tokens_are_masked_in_log_lines(http_server, sim, active_config):
     caller = sim.issue_token()
     cfg = eco_config.load_config(flags={"eco.base_url": sim.base_url, "eco.graphql_url": sim.graphql_url,
                                         "server.transport": "http", "server.allow_insecure_header_token": True},
                                  env={"ECO_TOKEN": CANARY}, warn=False)
-    eco_config.set_config(cfg)
+    active_config(cfg)
     lines: list[str] = []
 
     class Collect(logging.Handler):

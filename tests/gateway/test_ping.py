@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from eco_core import config as eco_config
 from mcp_gateway.registry import default_registry
 from mcp_gateway.server import build_server
 from tests.gateway.checks import assert_valid_tool_result
@@ -15,12 +14,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def sim_cfg(fresh_sim, monkeypatch):
+def sim_cfg(fresh_sim, active_config):
     def make(env=None, **flags):
         cfg = make_cfg(env=env, server__transport="stdio", eco__base_url=fresh_sim.base_url,
                        eco__graphql_url=fresh_sim.graphql_url, eco__retries__max_attempts=1, **flags)
         # The upstream client is built from the active configuration.
-        monkeypatch.setattr(eco_config, "_active", cfg)
+        active_config(cfg)
         return cfg
 
     return make

@@ -15,7 +15,6 @@ import httpx
 import pytest
 from mcp import Client
 
-from eco_core import config as eco_config
 from mcp_gateway import health
 from mcp_gateway.server import build_server
 from tests.gateway.conftest import REPO, make_cfg
@@ -115,9 +114,9 @@ async def _ping_over_stdio(cfg):
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_eco_ping_and_readyz_agree_on_token_configured_for_a_stdio_config_token(real_readiness, monkeypatch):
+async def test_eco_ping_and_readyz_agree_on_token_configured_for_a_stdio_config_token(real_readiness, active_config):
     cfg = make_cfg(env={"ECO_TOKEN": TOKEN}, server__transport="stdio")
-    monkeypatch.setattr(eco_config, "_active", cfg)
+    active_config(cfg)
     ping = await _ping_over_stdio(cfg)
     status, ready = await health.readyz(cfg)
     assert status == 200
@@ -125,9 +124,9 @@ async def test_eco_ping_and_readyz_agree_on_token_configured_for_a_stdio_config_
 
 
 @pytest.mark.parametrize(("share", "expected"), [(False, False), (True, True)], ids=["not-lent", "lent"])
-def test_eco_ping_and_readyz_agree_on_token_configured_over_http(http_server, real_readiness, monkeypatch, share, expected):
+def test_eco_ping_and_readyz_agree_on_token_configured_over_http(http_server, real_readiness, active_config, share, expected):
     cfg = make_cfg(env={"ECO_TOKEN": TOKEN}, server__share_config_token_over_http=share)
-    monkeypatch.setattr(eco_config, "_active", cfg)
+    active_config(cfg)
     body, headers = modern_request("tools/call", {"name": "eco_ping", "arguments": {}})
     with http_server(cfg) as srv:
         ping = reply(httpx.post(srv.url, json=body, headers=headers))["result"]["structuredContent"]

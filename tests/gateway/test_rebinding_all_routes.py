@@ -10,7 +10,6 @@ import pytest
 from django.core.exceptions import DisallowedHost
 from django.test import RequestFactory
 
-from eco_core import config as eco_config
 from tests.gateway.conftest import make_cfg, run_http
 from tests.gateway.wire import modern_request
 
@@ -20,7 +19,7 @@ ROUTES = ["/mcp", "/healthz", "/readyz", "/admin/", "/admin/login/"]
 
 
 @pytest.fixture
-def full_app(fake_catalog, monkeypatch, settings):
+def full_app(fake_catalog, active_config, settings):
     """The router in front of the real Django app, as uvicorn serves it, with Django's host and
     origin lists as the settings module makes them (pytest-django replaces them with a copy)."""
     from django.core.asgi import get_asgi_application
@@ -33,7 +32,7 @@ def full_app(fake_catalog, monkeypatch, settings):
 
     def start(cfg=None):
         cfg = cfg or make_cfg(cache__prewarm=False)
-        monkeypatch.setattr(eco_config, "_active", cfg)
+        active_config(cfg)
         return run_http(build_app(django_app=get_asgi_application(), cfg=cfg))
 
     return start
@@ -88,12 +87,12 @@ def test_admin_login_post_with_a_foreign_origin_is_refused_before_django(full_ap
     assert same_origin.status_code == 200 and "Please enter the correct username" in same_origin.text
 
 
-def test_django_allowed_hosts_follow_the_active_configuration(monkeypatch, settings):
+def test_django_allowed_hosts_follow_the_active_configuration(active_config, settings):
     import eco_service.settings as eco_settings
 
     settings.ALLOWED_HOSTS = eco_settings.ALLOWED_HOSTS
     factory = RequestFactory()
-    monkeypatch.setattr(eco_config, "_active", make_cfg(server__public_base_url="https://eco.example.org"))
+    active_config(make_cfg(server__public_base_url="https://eco.example.org"))
     assert factory.get("/admin/", HTTP_HOST="eco.example.org").get_host() == "eco.example.org"
     assert factory.get("/admin/", HTTP_HOST="127.0.0.1:8080").get_host() == "127.0.0.1:8080"
     with pytest.raises(DisallowedHost):
@@ -101,18 +100,18 @@ def test_django_allowed_hosts_follow_the_active_configuration(monkeypatch, setti
     with pytest.raises(DisallowedHost):
         factory.get("/admin/", HTTP_HOST="127.0.0.1:8080, evil.example").get_host()
     # Protection off (wildcard bind, no lists), as for /mcp: any Host.
-    monkeypatch.setattr(eco_config, "_active", make_cfg(server__bind_address="0.0.0.0"))
+    active_config(make_cfg(server__bind_address="0.0.0.0"))
     assert factory.get("/admin/", HTTP_HOST="anything.example").get_host() == "anything.example"
 
 
-def test_django_csrf_trusts_the_public_origin_and_not_a_foreign_one(monkeypatch, settings):
+def test_django_csrf_trusts_the_public_origin_and_not_a_foreign_one(active_config, settings):
     from django.middleware.csrf import CsrfViewMiddleware
 
     import eco_service.settings as eco_settings
 
     settings.ALLOWED_HOSTS = eco_settings.ALLOWED_HOSTS
     settings.CSRF_TRUSTED_ORIGINS = eco_settings.CSRF_TRUSTED_ORIGINS
-    monkeypatch.setattr(eco_config, "_active", make_cfg(server__public_base_url="https://eco.example.org"))
+    active_config(make_cfg(server__public_base_url="https://eco.example.org"))
     middleware = CsrfViewMiddleware(lambda request: None)
     factory = RequestFactory()
     # Behind a TLS-terminating proxy Django sees http, so the https origin must be trusted by name.

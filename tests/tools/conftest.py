@@ -13,8 +13,7 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 
 from eco_core import config as eco_config
-from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
+from mcp_gateway.calls import CallContext, execute
 from mcp_gateway.registry import default_registry
 from tests.catalog.conftest import catalog_module, fresh_index, mini_client  # noqa: F401  (fixtures)
 from upstream.client import close_clients
@@ -32,14 +31,12 @@ async def sim_cfg(sim, catalog_module, db):  # noqa: F811  (the imported fixture
     this test's event loop is closed afterwards (httpx clients cannot cross loops)."""
     sim.faults.clear()
     cfg = sim_config(sim)
-    previous = eco_config._active
-    eco_config.set_config(cfg)
-    yield cfg
-    await close_clients()
-    # ORM calls from async code ran on asgiref's one thread-sensitive worker: close its
-    # connection too, or the test database cannot be dropped at the end of the session.
-    await sync_to_async(connections.close_all)()
-    eco_config.set_config(previous)
+    with eco_config.use_config(cfg):
+        yield cfg
+        await close_clients()
+        # ORM calls from async code ran on asgiref's one thread-sensitive worker: close its
+        # connection too, or the test database cannot be dropped at the end of the session.
+        await sync_to_async(connections.close_all)()
 
 
 class Outcome:

@@ -11,8 +11,7 @@ from django.db import connections
 from catalog import index
 from catalog import services as catalog_services
 from eco_core import config as eco_config
-from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
+from mcp_gateway.calls import CallContext, execute
 from mcp_gateway.registry import default_registry
 from tests.tools.conftest import sim_config
 from upstream.client import close_clients
@@ -31,17 +30,14 @@ async def cold(sim, transactional_db):
     await sync_to_async(_empty_catalog)()
     sim.reset()
     index.reset()
-    previous = eco_config._active
-    cfg = sim_config(sim)
-    eco_config.set_config(cfg)
-    yield cfg
-    # The first call also starts a background refresh of the other catalogs: let it finish
-    # before its client and its database go away.
-    if catalog_services._background is not None:
-        await catalog_services._background
-    await close_clients()
-    await sync_to_async(connections.close_all)()
-    eco_config.set_config(previous)
+    with eco_config.use_config(sim_config(sim)) as cfg:
+        yield cfg
+        # The first call also starts a background refresh of the other catalogs: let it finish
+        # before its client and its database go away.
+        if catalog_services._background is not None:
+            await catalog_services._background
+        await close_clients()
+        await sync_to_async(connections.close_all)()
     index.reset()
 
 

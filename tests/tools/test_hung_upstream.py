@@ -11,8 +11,7 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 
 from eco_core import config as eco_config
-from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
+from mcp_gateway.calls import CallContext, execute
 from mcp_gateway.registry import default_registry
 from tests.tools.conftest import Outcome, sim_config
 from upstream.client import close_clients
@@ -23,13 +22,11 @@ async def tight_cfg(sim, catalog_module, db):
     sim.reset()
     cfg = sim_config(sim, eco__max_concurrency=1, eco__connect_timeout_s=0.5, eco__call_deadline_s=3.0,
                      eco__read_timeout_s=60.0)
-    previous = eco_config._active
-    eco_config.set_config(cfg)
-    yield cfg
-    sim.reset()  # releases the held requests
-    await close_clients()
-    await sync_to_async(connections.close_all)()
-    eco_config.set_config(previous)
+    with eco_config.use_config(cfg):
+        yield cfg
+        sim.reset()  # releases the held requests
+        await close_clients()
+        await sync_to_async(connections.close_all)()
 
 
 async def _run(cfg, name: str, arguments: dict) -> Outcome:

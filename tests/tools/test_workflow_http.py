@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from mcp import Client
 
-from eco_core import config as eco_config
 from tests.gateway.checks import assert_valid_tool_result
 from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
 from tests.tools.conftest import sim_config
@@ -16,9 +15,9 @@ def _step(payload: dict, tool: str) -> dict:
     return next(s["arguments"] for s in payload["nextSteps"] if s["tool"] == tool)
 
 
-async def test_search_product_availability_site_workflow_over_http(http_server, sim_cfg, sim):  # noqa: F811
+async def test_search_product_availability_site_workflow_over_http(http_server, sim_cfg, sim, active_config):  # noqa: F811
     cfg = sim_config(sim, server__transport="http")
-    eco_config.set_config(cfg)  # the server thread's upstream client reads the active configuration
+    active_config(cfg)  # the server thread's upstream client reads the active configuration
     with http_server(cfg) as srv:
         async with Client(srv.url, mode="2026-07-28") as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from eco_core import config as eco_config
 from eco_core.errors import EcoError
 from eco_core.redact import token_hash
 from eco_service.healthcheck import acheck, run_check
@@ -43,14 +42,14 @@ async def test_rate_limit_info_shows_the_budget_and_upstream_headroom(sim_client
     assert info["budgetBurst"] == 180 and info["budgetPerSecond"] == 1.8
 
 
-async def test_shared_client_is_one_per_event_loop_and_follows_the_active_config(eco_cfg, fresh_sim):
-    eco_config.set_config(make_cfg(sim_env(fresh_sim)))
+async def test_shared_client_is_one_per_event_loop_and_follows_the_active_config(active_config, fresh_sim):
+    active_config(make_cfg(sim_env(fresh_sim)))
     try:
         first = get_client()
         assert get_client() is first and isinstance(first, UpstreamClient)
         await first.site("ABBY")
         await first.site("ABBY")
-        eco_config.set_config(make_cfg(sim_env(fresh_sim, ECO_MCP_CACHE__MAX_ENTRIES="7")))
+        active_config(make_cfg(sim_env(fresh_sim, ECO_MCP_CACHE__MAX_ENTRIES="7")))
         second = get_client()
         assert second is not first and second.cfg.cache.max_entries == 7
         assert second.breaker is not first.breaker
@@ -58,7 +57,6 @@ async def test_shared_client_is_one_per_event_loop_and_follows_the_active_config
         assert fresh_sim.requests.count("/sites/ABBY") == 2
     finally:
         await first.cache.clear()
-        eco_config.set_config(eco_cfg)
         await close_clients()
 
 
@@ -85,10 +83,10 @@ def test_check_from_the_command_line_reports_an_unreachable_upstream():
     assert verdict["tokenStatus"] == "none"
 
 
-async def test_client_from_a_thread_without_a_loop_shows_the_process_breaker(eco_cfg, fresh_sim):
+async def test_client_from_a_thread_without_a_loop_shows_the_process_breaker(active_config, fresh_sim):
     import asyncio
 
-    eco_config.set_config(make_cfg(sim_env(fresh_sim)))
+    active_config(make_cfg(sim_env(fresh_sim)))
     try:
         client = get_client()
         fresh_sim.faults.add("graphql_outage")
@@ -99,5 +97,4 @@ async def test_client_from_a_thread_without_a_loop_shows_the_process_breaker(eco
         assert view is not client
         assert view.graphql_available is False and view.breaker_state()["state"] == "open"
     finally:
-        eco_config.set_config(eco_cfg)
         await close_clients()
