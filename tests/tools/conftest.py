@@ -13,7 +13,8 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 
 from eco_core import config as eco_config
-from mcp_gateway.calls import CallContext, execute
+from mcp_gateway.calls import execute
+from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
 from tests.catalog.conftest import catalog_module, fresh_index, mini_client  # noqa: F401  (fixtures)
 from upstream.client import close_clients
