@@ -11,11 +11,11 @@ from catalog.models import (
     CATALOGS,
     CatalogRefresh,
     CatalogState,
-    Location,
-    Product,
-    ProductSiteAvailability,
-    Release,
-    Site,
+    LocationRow,
+    ProductRow,
+    ProductSiteAvailabilityRow,
+    ReleaseRow,
+    SiteRow,
 )
 from catalog.status import catalog_status, upstream_cache_info
 
@@ -33,7 +33,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-@admin.register(Product)
+@admin.register(ProductRow)
 class ProductAdmin(ReadOnlyAdmin):
     list_display = ("product_code", "product_name", "product_status", "product_science_team_abbr", "level",
                     "product_has_expanded", "site_count", "latest_release")
@@ -41,27 +41,27 @@ class ProductAdmin(ReadOnlyAdmin):
     search_fields = ("product_code", "product_name", "product_description")
 
 
-@admin.register(Site)
+@admin.register(SiteRow)
 class SiteAdmin(ReadOnlyAdmin):
     list_display = ("site_code", "site_name", "site_type", "state_code", "domain_code", "product_count")
     list_filter = ("site_type", "domain_code", "state_code")
     search_fields = ("site_code", "site_name", "state_name", "domain_name")
 
 
-@admin.register(Release)
+@admin.register(ReleaseRow)
 class ReleaseAdmin(ReadOnlyAdmin):
     list_display = ("tag", "uuid", "generation_date", "product_count")
     search_fields = ("tag", "uuid")
 
 
-@admin.register(ProductSiteAvailability)
+@admin.register(ProductSiteAvailabilityRow)
 class AvailabilityAdmin(ReadOnlyAdmin):
     list_display = ("product_code", "site_code", "first_month", "last_month", "month_count")
     list_filter = ("site_code",)
     search_fields = ("product_code", "site_code")
 
 
-@admin.register(Location)
+@admin.register(LocationRow)
 class LocationAdmin(ReadOnlyAdmin):
     list_display = ("name", "location_type", "description", "domain_code", "site_code", "elevation")
     list_filter = ("location_type", "domain_code")

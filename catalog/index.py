@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from catalog.models import CatalogState, Location, Product, ProductSiteAvailability, Release, Site
+from catalog.models import CatalogState, LocationRow, ProductRow, ProductSiteAvailabilityRow, ReleaseRow, SiteRow
 
 CHECK_INTERVAL_S = 1.0
 WORD = re.compile(r"[a-z0-9]+")
@@ -239,12 +239,12 @@ def _cell(product_code: str, site_code: str, ranges: dict[str, list[str]], first
 
 def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> CatalogIndex:
     cells_by_product: dict[str, dict[str, Cell]] = {}
-    rows = ProductSiteAvailability.objects.values_list(
+    rows = ProductSiteAvailabilityRow.objects.values_list(
         "product_code", "site_code", "by_release", "first_month", "last_month", "month_count")
     for row in rows.iterator(chunk_size=2000):
         cells_by_product.setdefault(row[0], {})[row[1]] = _cell(*row)
     products: list[ProductEntry] = []
-    for p in Product.objects.all().order_by("product_code"):
+    for p in ProductRow.objects.all().order_by("product_code"):
         cells = cells_by_product.get(p.product_code, {})
         releases: dict[str, list[Interval]] = {}
         sites_by_release: dict[str, set[str]] = {}
@@ -299,14 +299,14 @@ def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catal
                     slot[pos] = weight
                     field_of[(tok, pos)] = fname
 
-    locations = {loc.name: loc for loc in Location.objects.all()}
+    locations = {loc.name: loc for loc in LocationRow.objects.all()}
     domains = {loc.name: loc.description for loc in locations.values() if loc.location_type == "DOMAIN"}
     site_products: dict[str, set[str]] = {}
     for p in products:
         for s in p.sites:
             site_products.setdefault(s, set()).add(p.code)
     sites = []
-    for s in Site.objects.all().order_by("site_code"):
+    for s in SiteRow.objects.all().order_by("site_code"):
         loc = locations.get(s.site_code)
         domains.setdefault(s.domain_code, s.domain_name)
         sites.append(
@@ -337,7 +337,7 @@ def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catal
         )
     release_entries = [
         ReleaseEntry(r.tag, r.uuid, r.generation_date, r.product_count, tuple(r.artifacts), dict(r.product_dois))
-        for r in Release.objects.all().order_by("tag")
+        for r in ReleaseRow.objects.all().order_by("tag")
     ]
     return CatalogIndex(
         versions=versions,

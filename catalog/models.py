@@ -2,11 +2,14 @@
 
 Four catalogs, each replaced as a whole by one refresh (see catalog.services.swap):
 
-    products   Product rows + ProductSiteAvailability rows (availability comes from the same
-               upstream answer, so the two are swapped together)
-    sites      Site rows
-    releases   Release rows
-    locations  Location rows of type SITE and DOMAIN
+    products   ProductRow rows + ProductSiteAvailabilityRow rows (availability comes from the
+               same upstream answer, so the two are swapped together)
+    sites      SiteRow rows
+    releases   ReleaseRow rows
+    locations  LocationRow rows of type SITE and DOMAIN
+
+The ORM classes end in `Row` so that they are never mistaken for the upstream client's record
+models (`upstream.models.Product`, `.Site`, ...) that the rows are built from.
 
 `CatalogState` holds one row per catalog with a version number that goes up on every swap;
 the in-memory search index (catalog.index) rebuilds when it sees a new version.
@@ -41,7 +44,7 @@ class CatalogState(models.Model):
         return f"{self.catalog} v{self.version}"
 
 
-class Product(models.Model):
+class ProductRow(models.Model):
     product_code = models.CharField(max_length=32, unique=True)
     product_code_long = models.CharField(max_length=64)
     product_code_presentation = models.CharField(max_length=32)
@@ -65,13 +68,15 @@ class Product(models.Model):
     last_month = models.CharField(max_length=7, blank=True, default="")
 
     class Meta:
+        db_table = "catalog_product"  # the table kept its name when the model became ProductRow
         ordering = ["product_code"]
+        verbose_name = "product"
 
     def __str__(self) -> str:
         return f"{self.product_code} {self.product_name}"
 
 
-class ProductSiteAvailability(models.Model):
+class ProductSiteAvailabilityRow(models.Model):
     """One product at one site. Months are kept as ISO intervals per release, e.g.
     {"RELEASE-2025": ["2016-04/2020-12", "2021-03/2021-03"], "PROVISIONAL": ["2025-07/2026-08"]},
     so a product with ten years at 81 sites is 81 small rows, not 10,000."""
@@ -85,13 +90,15 @@ class ProductSiteAvailability(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["product_code", "site_code"], name="uniq_product_site")]
+        db_table = "catalog_productsiteavailability"
+        verbose_name = "product site availability"
         verbose_name_plural = "product site availability"
 
     def __str__(self) -> str:
         return f"{self.product_code}@{self.site_code}"
 
 
-class Site(models.Model):
+class SiteRow(models.Model):
     site_code = models.CharField(max_length=4, unique=True)
     site_name = models.CharField(max_length=200, db_index=True)
     site_description = models.TextField(blank=True, default="")
@@ -108,13 +115,15 @@ class Site(models.Model):
     product_count = models.PositiveIntegerField(default=0)
 
     class Meta:
+        db_table = "catalog_site"
         ordering = ["site_code"]
+        verbose_name = "site"
 
     def __str__(self) -> str:
         return f"{self.site_code} {self.site_name}"
 
 
-class Release(models.Model):
+class ReleaseRow(models.Model):
     tag = models.CharField(max_length=32, unique=True)
     uuid = models.CharField(max_length=64, blank=True, default="", db_index=True)
     generation_date = models.DateTimeField(null=True, blank=True)
@@ -125,13 +134,15 @@ class Release(models.Model):
     product_dois = models.JSONField(default=dict)
 
     class Meta:
+        db_table = "catalog_release"
         ordering = ["tag"]
+        verbose_name = "release"
 
     def __str__(self) -> str:
         return self.tag
 
 
-class Location(models.Model):
+class LocationRow(models.Model):
     name = models.CharField(max_length=128, unique=True)
     location_type = models.CharField(max_length=32, db_index=True)
     description = models.CharField(max_length=300, blank=True, default="")
@@ -147,7 +158,9 @@ class Location(models.Model):
     utm_hemisphere = models.CharField(max_length=1, blank=True, default="")
 
     class Meta:
+        db_table = "catalog_location"
         ordering = ["location_type", "name"]
+        verbose_name = "location"
 
     def __str__(self) -> str:
         return f"{self.location_type} {self.name}"

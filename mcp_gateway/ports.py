@@ -9,11 +9,14 @@ place, so each is wired once and faked once in tests.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalog import services as catalog_services
 from catalog import status as catalog_status_mod
 from eco_core.config import EcoConfig
+
+if TYPE_CHECKING:
+    from upstream.client import UpstreamClient
 
 
 def catalog_status(cfg: EcoConfig) -> dict[str, Any]:
@@ -28,7 +31,7 @@ async def prewarm(cfg: EcoConfig) -> None:
     await catalog_services.prewarm(cfg)
 
 
-def upstream_client() -> Any:
+def upstream_client() -> UpstreamClient:
     from upstream.client import get_client
 
     return get_client()

@@ -6,7 +6,10 @@
 Each REST method: build the call (`http.Call`), look it up in the cache (key = endpoint, query,
 body and, for token-only data only, a one-way hash of the token), fetch on a miss, parse the
 body strictly into its model (`models.py`) before it is cached, and count the cache hit or the
-upstream requests into `context.current()`. Nothing outside this package sees raw NEON JSON.
+upstream requests into `context.current()`. Every method returns typed models; the one raw part
+that leaves the package is `GraphQLReply.data`, which `graphql()` returns for a query sent
+without a model: a caller's own query (eco_graphql) has a shape only that caller knows. Callers
+that know the shape pass `model=` and get that model back.
 The catalog methods take `fresh=True` (the catalog refresh): the upstream is asked even when a
 cached answer exists, and its failure is raised instead of served stale; the answer is cached.
 GraphQL is never cached and goes through the breaker (`breaker.py`).
@@ -21,7 +24,7 @@ import json
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
@@ -369,10 +372,21 @@ class UpstreamClient:
     def breaker_state(self) -> dict[str, Any]:
         return self.breaker.state()
 
+    @overload
+    async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: type[M],
+                      operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
+                      send_token: bool | None = None) -> M: ...
+
+    @overload
+    async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: None = None,
+                      operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
+                      send_token: bool | None = None) -> m.GraphQLReply: ...
+
     async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: type[M] | None = None,
                       operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
-                      send_token: bool | None = None) -> Any:
-        """`data` of a GraphQL reply, parsed into `model` when given. Never cached.
+                      send_token: bool | None = None) -> M | m.GraphQLReply:
+        """The reply's `data` parsed into `model` (`models.parse_graphql_data`); without a model,
+        a `GraphQLReply` whose `data` is the raw JSON object. Never cached.
         `use_breaker=False` for callers' own queries (eco_graphql): their mistakes must not
         switch the catalogs to REST. `send_token=False` never sends the token."""
         if use_breaker and self.breaker.is_open:
@@ -392,10 +406,10 @@ class UpstreamClient:
             if envelope.data is None:
                 raise EcoError("upstream_error", "/graphql: reply has neither data nor errors",
                                details={"endpoint": "/graphql", "reason": "unexpected_body"})
-            result: Any = envelope.data
+            result: M | m.GraphQLReply = m.GraphQLReply(data=envelope.data)
             if model is not None:
                 try:
-                    result = model.model_validate(envelope.data)
+                    result = m.parse_graphql_data(model, envelope.data)
                 except ValidationError as exc:
                     raise mapping.unexpected_body("/graphql", exc) from None
         except EcoError as exc:

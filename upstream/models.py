@@ -11,6 +11,15 @@ Rules (why they are this way):
 - Keys the samples show as sometimes absent or null (location coordinates, descriptions) are
   optional with a None/[] default.
 
+- One model per upstream record, whichever API it came from: NEON's GraphQL spells the shared
+  fields like REST, so the catalog's GraphQL query parses into `Product` and `Site` too. Fields
+  that query does not select (productCodeLong, productCodePresentation, productCategory,
+  specId, specUrl, availableMonths beside availableReleases, dataProductTitle) are optional;
+  what a consumer relies on among them it checks itself (catalog.services.build).
+- GraphQL data is validated with `GRAPHQL_CONTEXT` (`parse_graphql_data`): the one place where
+  GraphQL types a field differently (specSize is a String there) is normalised under it, while
+  REST keeps the strict int.
+
 Envelopes: REST bodies are `{"data": ...}` (`DataEnvelope`), taxonomy is its own page shape,
 errors are `NeonErrorBody`, GraphQL replies are `GraphQLResponse`.
 """
@@ -20,7 +29,7 @@ from __future__ import annotations
 from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 T = TypeVar("T")
@@ -56,10 +65,11 @@ class AvailableRelease(NeonModel):
 
 
 class ProductSiteAvailability(NeonModel):
-    """One entry of a product's `siteCodes`."""
+    """One entry of a product's `siteCodes`. The catalog's GraphQL query reads the months per
+    release only, so `availableMonths` (all releases together) may be absent."""
 
     site_code: str
-    available_months: list[str]
+    available_months: list[str] = Field(default_factory=list)
     available_data_urls: list[str] = Field(default_factory=list)
     available_releases: list[AvailableRelease] = Field(default_factory=list)
 
@@ -89,12 +99,20 @@ class ChangeLog(NeonModel):
 
 
 class Spec(NeonModel):
-    spec_id: str
+    spec_id: str | None = None  # not selected by the catalog's GraphQL query
     spec_number: str
     spec_type: str | None = None
     spec_size: int | None = None
     spec_description: str | None = None
-    spec_url: str
+    spec_url: str | None = None  # not selected by the catalog's GraphQL query
+
+    @field_validator("spec_size", mode="before")
+    @classmethod
+    def _graphql_spec_size(cls, value: Any, info: ValidationInfo) -> Any:
+        # GraphQL's schema types specSize as a String; REST's int stays strict (no coercion).
+        if isinstance(value, str) and value.isdigit() and info.context == GRAPHQL_CONTEXT:
+            return int(value)
+        return value
 
 
 class BiorepositoryCollection(NeonModel):
@@ -108,13 +126,14 @@ class BiorepositoryCollection(NeonModel):
 class Product(NeonModel):
     """`GET /products`, `/products/{code}`, `/releases/{tag}/products[/{code}]` records."""
 
-    product_code_long: str
+    # Absent from NEON's GraphQL (the catalog derives them the way REST forms them).
+    product_code_long: str | None = None
     product_code: str
-    product_code_presentation: str
+    product_code_presentation: str | None = None
     product_name: str
     product_description: str | None = None
     product_status: str
-    product_category: str
+    product_category: str | None = None
     product_has_expanded: bool
     product_science_team_abbr: str | None = None
     product_science_team: str | None = None
@@ -146,8 +165,8 @@ class SiteProduct(NeonModel):
     """One entry of a site's `dataProducts`."""
 
     data_product_code: str
-    data_product_title: str
-    available_months: list[str]
+    data_product_title: str | None = None  # not selected by the catalog's GraphQL query
+    available_months: list[str] = Field(default_factory=list)
     available_data_urls: list[str] = Field(default_factory=list)
     available_releases: list[AvailableRelease] = Field(default_factory=list)
 
@@ -597,6 +616,24 @@ class GraphQLResponse(NeonModel):
     errors: list[GraphQLErrorItem] | None = None
 
 
+class GraphQLReply(NeonModel):
+    """A successful GraphQL reply to a query whose shape only its caller knows (`graphql()`
+    without a model). `data` is the one raw part: NEON's JSON object as sent, keys as selected."""
+
+    data: dict[str, Any]
+
+
+# Validation context for GraphQL data (see the module docstring).
+GRAPHQL_CONTEXT = {"source": "graphql"}
+
+G = TypeVar("G", bound=BaseModel)
+
+
+def parse_graphql_data(model: type[G], data: dict[str, Any]) -> G:
+    """GraphQL `data` into `model`, with GraphQL's own spellings normalised (specSize)."""
+    return model.model_validate(data, context=GRAPHQL_CONTEXT)
+
+
 class GqlSiteMonths(NeonModel):
     site_code: str
     available_months: list[str] = Field(default_factory=list)
@@ -611,7 +648,8 @@ class GqlSpec(NeonModel):
 
 
 class GqlProduct(NeonModel):
-    """A `products{...}` / `filterProducts{...}` item; which keys exist depends on the selection."""
+    """A `products{...}` / `filterProducts{...}` item of any selection (a caller's own query):
+    only the code is sure to be there. The catalog's fixed query parses into `Product`."""
 
     product_code: str
     product_name: str | None = None
@@ -634,7 +672,8 @@ class GqlSiteProduct(NeonModel):
 
 
 class GqlSite(NeonModel):
-    """A `sites{...}` / `filterSites{...}` item; which keys exist depends on the selection."""
+    """A `sites{...}` / `filterSites{...}` item of any selection (a caller's own query): only the
+    code is sure to be there. The catalog's fixed query parses into `Site`."""
 
     site_code: str
     site_name: str | None = None

@@ -5,14 +5,14 @@ products or sites alone is one request each. NEON's GraphQL has no root field fo
 and no "all SITE locations" field, so those catalogs are built from REST (see refresh.py).
 
 Only fields that exist in NEON's GraphQL are asked for: no productScienceTeamAbbr,
-productCategory or productCodeLong (they are derived), and `specSize` would be a String.
+productCategory or productCodeLong (catalog.services.build derives them), and no specSize
+(a String in GraphQL). The items parse into the upstream client's own record models
+(`upstream.models.Product`, `.Site`), the same ones a REST refresh gets.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
-from catalog.services.records import ProductRecord, SiteRecord
+from upstream.models import NeonModel, Product, Site
 
 _PRODUCT_FIELDS = """
     productCode productName productDescription productStatus productScienceTeam
@@ -32,24 +32,20 @@ SITES_QUERY = "query EcoSitesCatalog { sites {" + _SITE_FIELDS + "} }"
 CATALOG_QUERY = "query EcoCatalog { products {" + _PRODUCT_FIELDS + "} sites {" + _SITE_FIELDS + "} }"
 
 
-class _Result(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class ProductsResult(NeonModel):
+    products: list[Product]
 
 
-class ProductsResult(_Result):
-    products: list[ProductRecord]
+class SitesResult(NeonModel):
+    sites: list[Site]
 
 
-class SitesResult(_Result):
-    sites: list[SiteRecord]
+class CatalogResult(NeonModel):
+    products: list[Product]
+    sites: list[Site]
 
 
-class CatalogResult(_Result):
-    products: list[ProductRecord]
-    sites: list[SiteRecord]
-
-
-QUERIES: dict[str, tuple[str, type[_Result]]] = {
+QUERIES: dict[str, tuple[str, type[NeonModel]]] = {
     "products": (PRODUCTS_QUERY, ProductsResult),
     "sites": (SITES_QUERY, SitesResult),
     "products+sites": (CATALOG_QUERY, CatalogResult),

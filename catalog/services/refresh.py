@@ -30,15 +30,25 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
-from pydantic import BaseModel, ValidationError
+from django.db import models
+from pydantic import ValidationError
 
-from catalog.models import CATALOGS, Location, Product, ProductSiteAvailability, Release, Site
-from catalog.services import build, swap
+import catalog.services.build as build
+import catalog.services.swap as swap
+from catalog.models import (
+    CATALOGS,
+    LocationRow,
+    ProductRow,
+    ProductSiteAvailabilityRow,
+    ReleaseRow,
+    SiteRow,
+)
 from catalog.services.graphql_queries import QUERIES
-from catalog.services.records import LocationRecord, LocationTree, ProductRecord, ReleaseRecord, SiteRecord
 from eco_core.config import EcoConfig, get_config
 from eco_core.errors import EcoError
+from upstream import models as m
 from upstream.context import call_scope
+from upstream.protocol import CatalogUpstream
 
 log = logging.getLogger("eco.catalog.refresh")
 
@@ -61,24 +71,6 @@ class RefreshOutcome:
         return asdict(self)
 
 
-def _plain(obj: Any) -> Any:
-    """The upstream client's typed models back to NEON's own keys, for our own stricter parse."""
-    if isinstance(obj, BaseModel):
-        return obj.model_dump(by_alias=True, mode="json")
-    if isinstance(obj, list):
-        return [_plain(x) for x in obj]
-    return obj
-
-
-def _graphql_data(reply: Any) -> dict[str, Any]:
-    reply = _plain(reply)
-    if isinstance(reply, dict) and isinstance(reply.get("data"), dict):
-        return reply["data"]
-    if isinstance(reply, dict):
-        return reply
-    raise EcoError("upstream_error", "GraphQL catalog reply is not an object")
-
-
 def _describe(exc: Exception) -> str:
     if isinstance(exc, EcoError):
         return f"{exc.code}: {exc.message}"
@@ -89,45 +81,50 @@ def _describe(exc: Exception) -> str:
 
 # -- fetching ------------------------------------------------------------------------------
 
-async def _graphql(client: Any, key: str) -> dict[str, list[Any]]:
+# What one catalog's fetch returns: the client's own record models, built into rows directly.
+Records = list[m.Product] | list[m.Site] | list[m.Release] | tuple[list[m.Location], m.Location]
+Tables = list[tuple[type[models.Model], list[models.Model]]]
+
+
+async def _graphql(client: CatalogUpstream, key: str) -> dict[str, Records]:
     query, model = QUERIES[key]
-    result = model.model_validate(_graphql_data(await client.graphql(query, kind="catalog")))
+    result = await client.graphql(query, model=model, kind="catalog")
     return {name: getattr(result, name) for name in key.split("+")}
 
 
-async def _rest(client: Any, catalog: str) -> Any:
+async def _rest(client: CatalogUpstream, catalog: str) -> Records:
     if catalog == "products":
-        return [ProductRecord.model_validate(p) for p in _plain(await client.products(fresh=True))]
+        return await client.products(fresh=True)
     if catalog == "sites":
-        return [SiteRecord.model_validate(s) for s in _plain(await client.sites(fresh=True))]
+        return await client.sites(fresh=True)
     if catalog == "releases":
-        return [ReleaseRecord.model_validate(r) for r in _plain(await client.releases(fresh=True))]
+        return await client.releases(fresh=True)
     if catalog == "locations":
-        sites = [LocationRecord.model_validate(x) for x in _plain(await client.location_sites(fresh=True))]
-        realm = LocationTree.model_validate(_plain(await client.location("REALM", hierarchy=True, location_type="DOMAIN",
-                                                                         fresh=True)))
+        sites = await client.location_sites(fresh=True)
+        realm = await client.location("REALM", hierarchy=True, location_type="DOMAIN", fresh=True)
         return sites, realm
     raise ValueError(f"unknown catalog {catalog!r}")
 
 
-def _rows(catalog: str, records: Any) -> tuple[list[tuple[type, list]], int]:
+def _rows(catalog: str, records: Any) -> tuple[Tables, int]:
+    # `records` is what `_graphql`/`_rest` fetched for this catalog (see `Records`).
     if catalog == "products":
         products, cells = build.build_products(records)
-        return [(Product, products), (ProductSiteAvailability, cells)], len(products)
+        return [(ProductRow, list(products)), (ProductSiteAvailabilityRow, list(cells))], len(products)
     if catalog == "sites":
         sites = build.build_sites(records)
-        return [(Site, sites)], len(sites)
+        return [(SiteRow, list(sites))], len(sites)
     if catalog == "releases":
         releases = build.build_releases(records)
-        return [(Release, releases)], len(releases)
+        return [(ReleaseRow, list(releases))], len(releases)
     locations = build.build_locations(*records)
-    return [(Location, locations)], len(locations)
+    return [(LocationRow, list(locations))], len(locations)
 
 
-def _want_graphql(client: Any, cfg: EcoConfig, source: Source | None) -> bool:
+def _want_graphql(client: CatalogUpstream, cfg: EcoConfig, source: Source | None) -> bool:
     if source is not None:
         return source == "graphql"
-    return cfg.eco.prefer_graphql and bool(getattr(client, "graphql_available", True))
+    return cfg.eco.prefer_graphql and client.graphql_available
 
 
 # -- refresh -------------------------------------------------------------------------------
@@ -158,7 +155,7 @@ async def _failed(catalog: str, exc: Exception, *, source: str | None, trigger: 
 async def refresh_catalogs(
     catalogs: tuple[str, ...] | list[str] = CATALOGS,
     *,
-    client: Any,
+    client: CatalogUpstream,
     source: Source | None = None,
     trigger: str = "manual",
     cfg: EcoConfig | None = None,
@@ -203,7 +200,7 @@ async def refresh_catalogs(
     return outcomes
 
 
-async def _refresh_rest(catalog: str, *, client: Any, trigger: str) -> RefreshOutcome:
+async def _refresh_rest(catalog: str, *, client: CatalogUpstream, trigger: str) -> RefreshOutcome:
     started, t0 = datetime.now(UTC), time.perf_counter()
     with call_scope() as acct:
         try:
@@ -223,7 +220,7 @@ async def _refresh_rest(catalog: str, *, client: Any, trigger: str) -> RefreshOu
                              requests=acct.requests)
 
 
-async def refresh_catalog(catalog: str, *, client: Any, source: Source | None = None, trigger: str = "manual",
+async def refresh_catalog(catalog: str, *, client: CatalogUpstream, source: Source | None = None, trigger: str = "manual",
                           cfg: EcoConfig | None = None) -> RefreshOutcome:
     (outcome,) = await refresh_catalogs((catalog,), client=client, source=source, trigger=trigger, cfg=cfg)
     return outcome

@@ -128,8 +128,6 @@ def test_the_graph_sees_every_product_package():
     assert any(_package(t) == "eco_core" for m, ts in GRAPH.items() if _package(m) == "mcp_gateway" for t in ts)
 
 
-@pytest.mark.xfail(strict=True, reason="one cycle left (catalog.services <-> catalog.services.refresh); "
-                   "whoever breaks the last one removes this mark")
 def test_no_module_imports_itself_through_a_cycle():
     assert _cycles(GRAPH) == []
 

@@ -1,24 +1,33 @@
 """Catalog test fixtures.
 
-`mini_client` speaks the upstream client's interface (products, sites, releases, location_sites,
-location, graphql, graphql_available) over real sockets to the simulator, with nothing else
-(no cache, no retries, so the refresh's `fresh=True` needs nothing here), so refresh tests see
-exactly what the simulator says and count every request. `catalog_built` fills the test database
+`mini_client` implements `upstream.protocol.CatalogUpstream` (products, sites, releases,
+location_sites, location, graphql, graphql_available: the same signatures and the same typed
+models as the real client, which mypy checks) over real sockets to the simulator, with nothing
+else (no cache, no retries, so the refresh's `fresh=True` needs nothing here), so refresh tests
+see exactly what the simulator says and count every request. `catalog_built` fills the test database
 with a full catalog from the simulator.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 import pytest
 from asgiref.sync import async_to_sync
+from pydantic import BaseModel
 
 from catalog import index
 from catalog.services import refresh_catalogs
 from eco_core.errors import EcoError
+from upstream import models as m
 from upstream.context import current
+from upstream.http import Kind
+
+if TYPE_CHECKING:
+    from upstream.protocol import CatalogUpstream
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class MiniClient:
@@ -45,31 +54,40 @@ class MiniClient:
     async def _get(self, path: str, **params: Any) -> Any:
         return (await self._send("GET", self.base_url + path, params=params or None))["data"]
 
-    async def products(self, release: str | None = None, *, fresh: bool = False) -> list[dict]:
-        return await self._get("/products", **({"release": release} if release else {}))
+    async def products(self, release: str | None = None, *, fresh: bool = False) -> list[m.Product]:
+        data = await self._get("/products", **({"release": release} if release else {}))
+        return [m.Product.model_validate(p) for p in data]
 
-    async def sites(self, *, fresh: bool = False) -> list[dict]:
-        return await self._get("/sites")
+    async def sites(self, release: str | None = None, *, fresh: bool = False) -> list[m.Site]:
+        data = await self._get("/sites", **({"release": release} if release else {}))
+        return [m.Site.model_validate(s) for s in data]
 
-    async def releases(self, *, fresh: bool = False) -> list[dict]:
-        return await self._get("/releases")
+    async def releases(self, *, fresh: bool = False) -> list[m.Release]:
+        return [m.Release.model_validate(r) for r in await self._get("/releases")]
 
-    async def location_sites(self, *, fresh: bool = False) -> list[dict]:
-        return await self._get("/locations/sites")
+    async def location_sites(self, *, fresh: bool = False) -> list[m.Location]:
+        return [m.Location.model_validate(x) for x in await self._get("/locations/sites")]
 
     async def location(self, name: str, *, hierarchy: bool = False, location_type: str | None = None,
-                       fresh: bool = False) -> dict:
+                       history: bool = False, fresh: bool = False) -> m.Location:
         params = {"hierarchy": "true"} if hierarchy else {}
         if location_type:
             params["locationType"] = location_type
-        return await self._get(f"/locations/{name}", **params)
+        if history:
+            params["history"] = "true"
+        return m.Location.model_validate(await self._get(f"/locations/{name}", **params))
 
-    async def graphql(self, query: str, variables: dict | None = None, *, model: Any = None,
-                      kind: str = "catalog") -> dict:
+    async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: type[M],
+                      operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
+                      send_token: bool | None = None) -> M:
         body = await self._send("POST", self.graphql_url, json={"query": query, "variables": variables or {}})
         if body.get("errors"):
             raise EcoError("graphql_error", body["errors"][0].get("message", "GraphQL error"))
-        return body["data"]
+        return m.parse_graphql_data(model, body["data"])
+
+
+if TYPE_CHECKING:
+    _fits: type[CatalogUpstream] = MiniClient  # mypy: the fake implements the client's Protocol
 
 
 @pytest.fixture
@@ -95,14 +113,14 @@ def _wipe() -> None:
     from catalog.models import (
         CatalogRefresh,
         CatalogState,
-        Location,
-        Product,
-        ProductSiteAvailability,
-        Release,
-        Site,
+        LocationRow,
+        ProductRow,
+        ProductSiteAvailabilityRow,
+        ReleaseRow,
+        SiteRow,
     )
 
-    for model in (Product, ProductSiteAvailability, Site, Release, Location, CatalogState, CatalogRefresh):
+    for model in (ProductRow, ProductSiteAvailabilityRow, SiteRow, ReleaseRow, LocationRow, CatalogState, CatalogRefresh):
         model.objects.all().delete()
 
 

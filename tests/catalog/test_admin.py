@@ -21,8 +21,8 @@ def test_admin_index_shows_each_catalog_age_and_state(staff, idx):
 
 @pytest.mark.parametrize(
     ("model", "query"),
-    [("product", "?q=temperature&product_status__exact=ACTIVE"), ("site", "?site_type__exact=CORE&q=river"),
-     ("release", "?q=2025"), ("catalogrefresh", "?ok__exact=1"), ("location", "?location_type__exact=DOMAIN")],
+    [("productrow", "?q=temperature&product_status__exact=ACTIVE"), ("siterow", "?site_type__exact=CORE&q=river"),
+     ("releaserow", "?q=2025"), ("catalogrefresh", "?ok__exact=1"), ("locationrow", "?location_type__exact=DOMAIN")],
 )
 def test_catalog_lists_filter_and_search(staff, idx, model, query):
     resp = staff.get(reverse(f"admin:catalog_{model}_changelist") + query)

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 
 from catalog import index
-from catalog.models import CatalogState, Release
+from catalog.models import CatalogState, ReleaseRow
 from catalog.search import search_products
 from tests.catalog.conftest import _wipe
 from tests.conftest import IN_CI
@@ -53,7 +53,7 @@ def test_a_swap_by_another_process_is_seen_after_the_check_interval(idx):
     before = index.get_index(clock=clock)
     # What another process's refresh leaves behind: new rows and a higher version, but no
     # mark_dirty() in this process.
-    Release.objects.filter(tag="RELEASE-2021").delete()
+    ReleaseRow.objects.filter(tag="RELEASE-2021").delete()
     CatalogState.objects.filter(catalog="releases").update(version=before.versions["releases"] + 1)
     assert index.get_index(clock=clock).releases[0].tag == "RELEASE-2021"
     clock.now += index.CHECK_INTERVAL_S + 0.1

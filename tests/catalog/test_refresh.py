@@ -9,17 +9,17 @@ from asgiref.sync import async_to_sync
 from catalog.models import (
     CatalogRefresh,
     CatalogState,
-    Location,
-    Product,
-    ProductSiteAvailability,
-    Release,
-    Site,
+    LocationRow,
+    ProductRow,
+    ProductSiteAvailabilityRow,
+    ReleaseRow,
+    SiteRow,
 )
 from catalog.services import build, refresh_catalog, refresh_catalogs
 
 refresh_all = async_to_sync(refresh_catalogs)
 refresh_one = async_to_sync(refresh_catalog)
-TABLES = (Product, ProductSiteAvailability, Site, Release, Location)
+TABLES = (ProductRow, ProductSiteAvailabilityRow, SiteRow, ReleaseRow, LocationRow)
 
 
 def snapshot() -> dict[str, list[dict]]:
@@ -37,8 +37,8 @@ def test_graphql_and_rest_build_the_same_catalog(db, mini_client, eco_cfg):
     via_rest = refresh_all(client=mini_client, source="rest", cfg=eco_cfg)
     assert all(o.ok and o.source == "rest" for o in via_rest)
     second = snapshot()
-    assert len(first["Product"]) > 150 and len(first["Site"]) == 81
-    assert len(first["ProductSiteAvailability"]) > 1000
+    assert len(first["ProductRow"]) > 150 and len(first["SiteRow"]) == 81
+    assert len(first["ProductSiteAvailabilityRow"]) > 1000
     for table in first:
         assert first[table] == second[table], table
 
@@ -56,7 +56,7 @@ def test_graphql_outage_falls_back_to_rest(db, mini_client, eco_cfg, fresh_sim):
     fresh_sim.faults.add("graphql_outage")
     outcomes = refresh_all(("products", "sites"), client=mini_client, cfg=eco_cfg)
     assert [(o.catalog, o.ok, o.source) for o in outcomes] == [("products", True, "rest"), ("sites", True, "rest")]
-    assert Product.objects.count() > 150
+    assert ProductRow.objects.count() > 150
 
 
 def test_open_graphql_breaker_goes_straight_to_rest(db, mini_client, eco_cfg):

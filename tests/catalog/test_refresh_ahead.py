@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 from asgiref.sync import async_to_sync
 
-from catalog import services
-from catalog.models import CatalogRefresh, CatalogState, Product
+from catalog.models import CatalogRefresh, CatalogState, ProductRow
 from catalog.services import ensure_catalogs, refresh_catalogs
+from catalog.services import warm as services
 
 
 def test_first_use_builds_the_missing_catalogs(db, mini_client, eco_cfg, fresh_index):
     async_to_sync(ensure_catalogs)(eco_cfg, client=mini_client, need=("products", "sites"))
-    assert Product.objects.count() > 150
+    assert ProductRow.objects.count() > 150
     assert set(CatalogRefresh.objects.values_list("trigger", flat=True)) >= {"first-use"}
 
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 
-from catalog import services
 from catalog.models import CatalogRefresh, CatalogState
 from catalog.services import ensure_catalogs, refresh_catalogs
+from catalog.services import warm as services
 from catalog.status import catalog_status, readiness
 from eco_core import config as eco_config
 from upstream import context

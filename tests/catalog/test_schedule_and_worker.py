@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.db import connection
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from catalog.models import CatalogRefresh, Product, Site
+from catalog.models import CatalogRefresh, ProductRow, SiteRow
 from catalog.schedule import PERIODIC_TASK_NAME, ensure_refresh_schedule
 from catalog.tasks import TASK_NAME, refresh_catalogs_task
 from tests.catalog.conftest import _wipe
@@ -108,4 +108,4 @@ def test_real_celery_worker_and_beat_run_the_scheduled_refresh(postgres_url, red
             worker.kill()
             output, _ = worker.communicate()
     assert CatalogRefresh.objects.filter(trigger="beat", ok=True).exists(), output[-4000:]
-    assert Product.objects.count() > 150 and Site.objects.count() == 81
+    assert ProductRow.objects.count() > 150 and SiteRow.objects.count() == 81

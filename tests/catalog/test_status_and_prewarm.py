@@ -9,7 +9,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.urls import reverse
 
-from catalog.models import CatalogRefresh, CatalogState, Product
+from catalog.models import CatalogRefresh, CatalogState, ProductRow
 from catalog.search import search_products
 from catalog.services import prewarm, refresh_catalogs
 from catalog.status import catalog_status, readiness
@@ -60,7 +60,7 @@ def test_failed_refresh_after_a_good_one_is_ready_but_degraded(db, mini_client, 
     ready, body = readiness(eco_cfg)
     assert ready and body["degraded"] is True
     assert catalog_status(eco_cfg)["products"]["lastError"].startswith("upstream_error")
-    assert Product.objects.count() > 150
+    assert ProductRow.objects.count() > 150
 
 
 def test_catalog_older_than_its_ttl_is_stale(db, mini_client, eco_cfg, fresh_index):

@@ -9,7 +9,7 @@ from django.apps import apps
 from django.db import connections
 
 from catalog import index
-from catalog import services as catalog_services
+from catalog.services import warm as catalog_services
 from eco_core import config as eco_config
 from mcp_gateway.calls import execute
 from mcp_gateway.context import CallContext

@@ -29,12 +29,12 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print one JSON object instead of lines.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from catalog.services import refresh_catalogs
+        from catalog.services import RefreshOutcome, refresh_catalogs
         from upstream.client import get_client
 
         catalogs = tuple(options["catalogs"] or CATALOGS)
 
-        async def run():
+        async def run() -> tuple[list[RefreshOutcome], int]:
             with call_scope() as acct:
                 outcomes = await refresh_catalogs(catalogs, client=get_client(), source=options["source"],
                                                   trigger="command")

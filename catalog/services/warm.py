@@ -1,0 +1,117 @@
+"""When catalogs are built or refreshed without being asked: at start-up, on first use, ahead of expiry.
+
+    await prewarm(cfg, *, client=None) -> [RefreshOutcome]
+        refresh the catalogs that are missing or older than their TTL; never raises (HTTP start)
+    await ensure_catalogs(cfg, *, client=None, need=("products", "sites"))
+        for a catalog-backed tool: builds missing catalogs first (waits; catalog_unavailable if
+        that fails), then starts a refresh-ahead in the background if one is due; a caller that
+        already has a catalog never waits
+    due_catalogs(cfg, *, ahead=0.0, missing_only=False) -> [catalog]   (sync; the index's cached state)
+
+Refresh-ahead: with no Celery broker, a catalog inside the last `cache.refresh_ahead` fraction of
+its TTL is refreshed in the background of the process that notices it (one at a time). With a
+broker, Celery beat owns the schedule and nothing runs here. A catalog whose background refresh
+failed is not tried again by this process for `RETRY_AFTER_FAILURE_S`: refreshes read the
+upstream, never the cache, so during an outage every tool call would otherwise start another
+failing refresh as soon as the last one ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import UTC, datetime
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from catalog.models import CATALOGS
+from catalog.services.refresh import RefreshOutcome, refresh_catalogs
+from catalog.status import ttl_for
+from eco_core.config import EcoConfig, get_config
+from eco_core.errors import EcoError
+from upstream import context
+from upstream.protocol import CatalogUpstream
+
+log = logging.getLogger("eco.catalog")
+
+_background: asyncio.Task[list[RefreshOutcome]] | None = None
+RETRY_AFTER_FAILURE_S = 60.0
+_failed_at: dict[str, float] = {}  # catalog -> time.monotonic() of its last failed refresh-ahead
+
+
+def _client(client: CatalogUpstream | None) -> CatalogUpstream:
+    if client is not None:
+        return client
+    from upstream.client import get_client
+
+    return get_client()
+
+
+def due_catalogs(cfg: EcoConfig | None = None, *, ahead: float = 0.0, missing_only: bool = False) -> list[str]:
+    """Catalogs missing, or older than (1 - ahead) of their TTL. Uses the index's cached
+    catalog state, so calling it per tool call costs no query."""
+    from catalog.index import get_index
+
+    cfg = cfg or get_config()
+    info = get_index().info
+    now = datetime.now(UTC)
+    due = []
+    for c in CATALOGS:
+        i = info.get(c)
+        if i is None or i.refreshed_at is None or i.row_count == 0:
+            due.append(c)
+        elif not missing_only and (now - i.refreshed_at).total_seconds() >= ttl_for(c, cfg) * (1.0 - ahead):
+            due.append(c)
+    return due
+
+
+async def prewarm(cfg: EcoConfig | None = None, *, client: CatalogUpstream | None = None) -> list[RefreshOutcome]:
+    cfg = cfg or get_config()
+    try:
+        due = await sync_to_async(due_catalogs)(cfg)
+        if not due:
+            return []
+        outcomes = await refresh_catalogs(due, client=_client(client), trigger="prewarm", cfg=cfg)
+        for o in outcomes:
+            log.info("prewarm %s: %s from %s, %d rows, %d requests, %.2fs%s", o.catalog, "ok" if o.ok else "FAILED",
+                     o.source, o.rows, o.requests, o.seconds, f" ({o.error})" if o.error else "")
+        return outcomes
+    except Exception:
+        log.exception("catalog prewarm failed; catalogs will be built on first use")
+        return []
+
+
+async def ensure_catalogs(cfg: EcoConfig | None = None, *, client: CatalogUpstream | None = None,
+                          need: tuple[str, ...] = ("products", "sites")) -> None:
+    global _background
+    cfg = cfg or get_config()
+    missing = [c for c in await sync_to_async(due_catalogs)(cfg, missing_only=True) if c in need]
+    if missing:
+        outcomes = await refresh_catalogs(missing, client=_client(client), trigger="first-use", cfg=cfg)
+        # The refresh counts in its own scope; the caller who waited for it paid these requests.
+        acct = context.current()
+        if acct is not None:
+            acct.requests += sum(o.requests for o in outcomes)
+        failed = [o for o in outcomes if not o.ok]
+        if failed:
+            raise EcoError("catalog_unavailable", f"the {failed[0].catalog} catalog could not be built",
+                           details={"cause": failed[0].error})
+    if settings.CELERY_BROKER_URL or (_background is not None and not _background.done()):
+        return
+    due = await sync_to_async(due_catalogs)(cfg, ahead=cfg.cache.refresh_ahead)
+    now = time.monotonic()
+    due = [c for c in due if now - _failed_at.get(c, -RETRY_AFTER_FAILURE_S) >= RETRY_AFTER_FAILURE_S]
+    if due:
+        _background = asyncio.get_running_loop().create_task(_refresh_ahead(due, client=_client(client), cfg=cfg))
+
+
+async def _refresh_ahead(due: list[str], *, client: CatalogUpstream, cfg: EcoConfig) -> list[RefreshOutcome]:
+    outcomes = await refresh_catalogs(due, client=client, trigger="refresh-ahead", cfg=cfg)
+    for o in outcomes:
+        if o.ok:
+            _failed_at.pop(o.catalog, None)
+        else:
+            _failed_at[o.catalog] = time.monotonic()
+    return outcomes
