@@ -78,9 +78,11 @@ def run(options: dict[str, Any], *, transport: str | None = None) -> int:
         sys.stdout.write(json.dumps(cfg.masked_dict(), indent=2, default=str) + "\n")
         return 0
     if options.get("check"):
-        from eco_service.healthcheck import run_check
+        import asyncio
 
-        verdict = run_check(cfg)
+        from mcp_gateway.health import check
+
+        verdict = asyncio.run(check(cfg))
         sys.stdout.write(json.dumps(verdict, indent=2) + "\n")
         return 0 if verdict.get("reachable") else 1
 

@@ -1,9 +1,12 @@
-"""What the service says about itself: /healthz, /readyz and eco_ping's status report."""
+"""What the service says about itself: /healthz, /readyz, eco_ping's status report, and the one
+upstream probe that both `eco_ping(check_api=true)` and `--check` run (`api_check`), so the two
+always agree on reachability and on whether the token was accepted."""
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from anyio import to_thread
@@ -15,6 +18,9 @@ from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from mcp_gateway import ports
 from mcp_gateway.tokens import choose_token
+from upstream.client import UpstreamClient
+from upstream.context import call_scope
+from upstream.ratelimit import ANONYMOUS_UPSTREAM_LIMIT
 
 log = logging.getLogger("eco.gateway")
 
@@ -61,13 +67,93 @@ async def catalog_status(cfg: EcoConfig) -> dict[str, Any]:
     return await to_thread.run_sync(_db_call, ports.catalog_status, cfg)
 
 
-async def api_check(client: Any) -> dict[str, Any]:
-    """One uncached ~1 KB request through the shared client (so it is rate-limited, counted and
-    token-scoped like any other call); a failure is reported, not raised."""
+TokenStatus = Literal["none", "not_sent", "unknown", "accepted", "not_recognised"]
+
+
+@dataclass(frozen=True)
+class ApiProbe:
+    """One probe's findings. `token_status` is the one rule for "was the token accepted"."""
+
+    reachable: bool
+    latency_ms: float
+    token_sent: bool
+    token_status: TokenStatus
+    error: EcoError | None = None
+
+    @property
+    def token_accepted(self) -> bool | None:
+        """Known only when the token was sent and the upstream answered with a limit."""
+        return {"accepted": True, "not_recognised": False}.get(self.token_status)
+
+    def report(self) -> dict[str, Any]:
+        """eco_ping's `api` object."""
+        out: dict[str, Any] = {"reachable": self.reachable, "latencyMs": self.latency_ms}
+        if self.error is None:
+            out["status"] = 200
+        else:
+            out.update(error=self.error.message, errorCode=self.error.code)
+        if self.token_accepted is not None:
+            out["tokenAccepted"] = self.token_accepted
+        return out
+
+
+def _token_status(*, token: bool, sent: bool, answered: bool, limit: int | None) -> TokenStatus:
+    if not token:
+        return "none"
+    if not sent:
+        return "not_sent"
+    if not answered or limit is None:
+        # No answer (or no limit header) from this probe: the last limit seen may be old.
+        return "unknown"
+    # NEON answers an unrecognised token with the anonymous limit instead of refusing it.
+    return "accepted" if limit > ANONYMOUS_UPSTREAM_LIMIT else "not_recognised"
+
+
+async def api_check(client: Any, cfg: EcoConfig, *, token_configured: bool) -> ApiProbe:
+    """One uncached ~1 KB request through `client` (rate-limited, counted and token-scoped like
+    any other call), run inside the caller's call scope; a failure is reported, not raised."""
+    # The probe is a public endpoint: the token goes with it only when tokens are sent to every
+    # request (upstream.http's rule for public endpoints).
+    sent = token_configured and cfg.token_for_public_endpoints
     started = time.perf_counter()
+    error: EcoError | None = None
     try:
         await client.probe()
     except EcoError as exc:
-        return {"reachable": exc.code not in UNREACHABLE, "error": exc.message, "errorCode": exc.code,
-                "latencyMs": round((time.perf_counter() - started) * 1000, 1)}
-    return {"reachable": True, "status": 200, "latencyMs": round((time.perf_counter() - started) * 1000, 1)}
+        error = exc
+    latency = round((time.perf_counter() - started) * 1000, 1)
+    # Any HTTP answer, even an error status, proves the upstream is reachable.
+    reachable = error is None or error.code not in UNREACHABLE
+    status = _token_status(token=token_configured, sent=sent, answered=reachable,
+                           limit=client.rate_limit_info().get("limit"))
+    return ApiProbe(reachable=reachable, latency_ms=latency, token_sent=sent, token_status=status, error=error)
+
+
+async def check(cfg: EcoConfig, client: Any = None) -> dict[str, Any]:
+    """`--check`: eco_ping(check_api=true)'s probe, run in process as an eco_ping call runs it
+    (token chosen by the gateway's rule, inside a call scope with the call deadline), reported as
+    a JSON verdict. Uses `client` or a short-lived client of its own."""
+    own = client is None
+    client = client or UpstreamClient(cfg)
+    choice = choose_token(cfg, None)
+    try:
+        with call_scope(token=choice.token, token_source=choice.source, deadline_s=cfg.eco.call_deadline_s):
+            probe = await api_check(client, cfg, token_configured=choice.source != "none")
+            rate = client.rate_limit_info()
+        verdict: dict[str, Any] = {
+            "reachable": probe.reachable,
+            "apiBaseUrl": cfg.eco.base_url,
+            "tokenConfigured": choice.source != "none",
+            "tokenSource": choice.source,
+            "tokenSent": probe.token_sent,
+            "tokenStatus": probe.token_status,
+            "latencyMs": probe.latency_ms,
+            "rateLimit": rate,
+            "graphqlBreaker": client.breaker_state(),
+        }
+        if probe.error is not None:
+            verdict["error"] = {"code": probe.error.code, "message": probe.error.message}
+        return verdict
+    finally:
+        if own:
+            await client.aclose()

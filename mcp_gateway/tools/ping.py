@@ -86,11 +86,9 @@ async def ping(args: PingInput, call: CallContext) -> PingOutput:
     catalog = _catalog(await health.catalog_status(cfg), client.breaker_state())
     api = None
     if args.check_api:
-        api = ApiCheck.model_validate(await health.api_check(client))
+        probe = await health.api_check(client, cfg, token_configured=call.token_configured)
+        api = ApiCheck.model_validate(probe.report())
     rate = RateLimitInfo.model_validate(client.rate_limit_info())
-    if api is not None and api.reachable and call.token_configured and rate.limit is not None:
-        # NEON answers an unrecognised token with the anonymous limit (200).
-        api.token_accepted = rate.limit > 200
     steps = []
     if not catalog.ready:
         steps.append(NextStep(tool="eco_ping", arguments={"check_api": True}, why="Check that the upstream API answers."))

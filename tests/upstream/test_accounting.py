@@ -1,4 +1,5 @@
-"""Per-call accounting for `_meta["io.eco-mcp/upstream"]`, status reports, and `--check`."""
+"""Per-call accounting for `_meta["io.eco-mcp/upstream"]` and status reports (`--check` is tested
+with the probe it shares with eco_ping, in tests/gateway/test_check.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import pytest
 
 from eco_core.errors import EcoError
 from eco_core.redact import token_hash
-from eco_service.healthcheck import acheck, run_check
 from upstream.client import UpstreamClient, close_clients, get_client
 from upstream.context import call_scope
 
@@ -58,29 +58,6 @@ async def test_shared_client_is_one_per_event_loop_and_follows_the_active_config
     finally:
         await first.cache.clear()
         await close_clients()
-
-
-async def test_check_reports_reachability_latency_token_status_and_headroom(fresh_sim):
-    cfg = make_cfg(sim_env(fresh_sim, ECO_MCP_ECO__API_TOKEN=fresh_sim.issue_token()))
-    verdict = await acheck(cfg)
-    assert verdict["reachable"] is True and verdict["latencyMs"] >= 0
-    assert verdict["tokenStatus"] == "accepted" and verdict["tokenSource"] == "config"
-    assert verdict["rateLimit"]["limit"] == 2000
-    recs = fresh_sim.requests.matching("/taxonomy")
-    assert len(recs) == 1 and recs[0].query == {"taxonTypeCode": "TICK", "limit": "1"}
-
-
-async def test_check_flags_a_token_upstream_does_not_recognise(fresh_sim):
-    cfg = make_cfg(sim_env(fresh_sim, ECO_MCP_ECO__API_TOKEN="not-a-real-token-123456"))
-    verdict = await acheck(cfg)
-    assert verdict["reachable"] is True and verdict["tokenStatus"] == "not_recognised"
-
-
-def test_check_from_the_command_line_reports_an_unreachable_upstream():
-    cfg = make_cfg({"ECO_MCP_ECO__BASE_URL": "http://127.0.0.1:9/api/v0", "ECO_MCP_ECO__RETRIES__MAX_ATTEMPTS": "1"})
-    verdict = run_check(cfg)
-    assert verdict["reachable"] is False and verdict["error"]["code"] == "upstream_unavailable"
-    assert verdict["tokenStatus"] == "none"
 
 
 async def test_client_from_a_thread_without_a_loop_shows_the_process_breaker(active_config, fresh_sim):
