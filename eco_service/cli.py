@@ -89,12 +89,17 @@ def run(options: dict[str, Any], *, transport: str | None = None) -> int:
     from eco_service.bootstrap import prepare_database
 
     prepare_database()
-    if cfg.is_http:
-        from mcp_gateway.http_app import serve_http
+    try:
+        if cfg.is_http:
+            from mcp_gateway.http_app import serve_http
 
-        serve_http(cfg)
-    else:
-        from mcp_gateway.stdio import serve_stdio
+            serve_http(cfg)
+        else:
+            from mcp_gateway.stdio import serve_stdio
 
-        serve_stdio(cfg)
+            serve_stdio(cfg)
+    except ConfigError as exc:
+        # A setting only the built server can check (limits.tools_list_max_bytes).
+        sys.stderr.write(f"eco-mcp: {exc}\n")
+        return 2
     return 0

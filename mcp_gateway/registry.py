@@ -15,6 +15,7 @@ and returns the typed output.
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Any
 
 import mcp_types as types
 
+from eco_core.config import ConfigError
 from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, ToolInput, input_schema, output_schema
 
@@ -106,6 +108,21 @@ class Registry:
     def listed(self, *, http: bool) -> list[ToolSpec]:
         """What tools/list shows: sorted by name, stdio-only tools hidden over HTTP."""
         return [self._specs[n] for n in self.names() if not (http and self._specs[n].stdio_only)]
+
+    def tools_list_bytes(self, *, http: bool) -> int:
+        """The size of the serialized tools/list result for a transport, as compact JSON."""
+        tools = [s.tool.model_dump(by_alias=True, mode="json", exclude_none=True) for s in self.listed(http=http)]
+        return len(json.dumps({"tools": tools}, separators=(",", ":")).encode())
+
+    def check_tools_list_size(self, *, http: bool, max_bytes: int) -> None:
+        """Refuse to serve a tools/list larger than `limits.tools_list_max_bytes`: every agent
+        loads the whole list into its context, so the bound is part of the contract."""
+        size = self.tools_list_bytes(http=http)
+        if size > max_bytes:
+            raise ConfigError(
+                f"limits.tools_list_max_bytes: the serialized tools/list is {size} bytes, over the bound "
+                f"of {max_bytes}; raise the setting or shorten the tool declarations"
+            )
 
 
 def discover_specs(package: str = TOOLS_PACKAGE) -> list[ToolSpec]:

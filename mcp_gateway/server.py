@@ -1,7 +1,8 @@
 """The MCP protocol: the SDK's low-level `Server` with our handlers for tools, resources, prompts
 and server/discover. It knows no transport; the transports import it, never the other way:
 
-    build_server(cfg) -> Server      this module
+    build_server(cfg) -> Server      this module; refuses (ConfigError) a tools/list larger
+                                     than limits.tools_list_max_bytes
     stdio.serve_stdio(cfg)           stdio, both protocol eras (stdout carries only framing)
     http_app.serve_http(cfg)         uvicorn + the ASGI router of http_app.build_app
 """
@@ -51,6 +52,7 @@ def _instructions(cfg: EcoConfig) -> str:
 def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any]:
     registry = registry or default_registry()
     http = cfg.is_http
+    registry.check_tools_list_size(http=http, max_bytes=cfg.limits.tools_list_max_bytes)
     transport: Literal["stdio", "http"] = "http" if http else "stdio"
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:

@@ -86,3 +86,11 @@ def test_check_exits_zero_with_a_json_verdict_when_the_upstream_answers(sim):
     assert verdict["reachable"] is True
     assert verdict["latencyMs"] >= 0
     assert sim.requests.count(r"^/api/v0/taxonomy$") >= 1
+
+
+def test_a_tools_list_over_its_byte_bound_stops_start_up_naming_the_setting():
+    out = _run("eco_mcp_stdio", env={"ECO_MCP_LIMITS__TOOLS_LIST_MAX_BYTES": "1000"})
+    assert out.returncode == 2, out.stderr
+    assert "limits.tools_list_max_bytes" in out.stderr and "over the bound of 1000" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stdout == ""

@@ -1,7 +1,9 @@
-"""The tool surface: declarations, schemas, annotations, _meta, listing and its snapshot.
+"""The tool surface: declarations, schemas, annotations, _meta, listing and its snapshots.
 
-The snapshot (snapshots/tools_list_stdio.json) makes every change to the surface deliberate:
-after an intended change, run with ECO_UPDATE_SNAPSHOTS=1 and commit the new file."""
+Each tool's surface (its tools/list entry: input and output schema, description, annotations,
+_meta) is committed as snapshots/<tool>.json, so a change to the surface is deliberate and shows
+which tool changed: after an intended change, run this file with ECO_UPDATE_SNAPSHOTS=1 and commit
+the files it writes (a new tool gets its file the same way; a removed tool's file is deleted)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from eco_core.config import ConfigError
 from mcp_gateway.registry import Registry, default_registry
 from mcp_gateway.server import build_server
 from tests.gateway.conftest import make_cfg
 from tests.gateway.fakes import echo_spec
 
-SNAPSHOT = Path(__file__).parent / "snapshots" / "tools_list_stdio.json"
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+UPDATE = "ECO_UPDATE_SNAPSHOTS"
 SCHEMA_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 META_KEYS = {"io.eco-mcp/surface", "requiresToken", "endpoints", "stdioOnly"}
 
@@ -26,11 +30,24 @@ def _listed(http: bool) -> list[dict]:
     return [s.tool.model_dump(by_alias=True, mode="json", exclude_none=True) for s in default_registry().listed(http=http)]
 
 
-def test_tools_list_matches_the_committed_snapshot():
-    current = _listed(http=False)
-    if os.environ.get("ECO_UPDATE_SNAPSHOTS"):
-        SNAPSHOT.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
-    assert current == json.loads(SNAPSHOT.read_text())
+@pytest.mark.parametrize("tool", _listed(http=False), ids=lambda t: t["name"])
+def test_each_tool_surface_matches_its_committed_snapshot(tool):
+    path = SNAPSHOTS / f"{tool['name']}.json"
+    if os.environ.get(UPDATE):
+        path.write_text(json.dumps(tool, indent=1, sort_keys=True) + "\n")
+    regenerate = f"if intended, run pytest {Path(__file__).name} with {UPDATE}=1 and commit {path.name}"
+    assert path.exists(), f"{tool['name']} has no snapshot: {regenerate}"
+    assert tool == json.loads(path.read_text()), f"the surface of {tool['name']} changed: {regenerate}"
+
+
+def test_every_snapshot_belongs_to_a_declared_tool():
+    declared = set(default_registry().names())
+    orphans = sorted(p for p in SNAPSHOTS.glob("*.json") if p.stem not in declared)
+    if os.environ.get(UPDATE):
+        for p in orphans:
+            p.unlink()
+        orphans = []
+    assert [p.name for p in orphans] == [], f"snapshots of tools that no longer exist: delete them or run with {UPDATE}=1"
 
 
 def test_every_tool_declares_2020_12_schemas_that_are_themselves_valid():
@@ -66,7 +83,18 @@ def test_tools_list_is_sorted_stable_and_within_its_byte_bound():
     first, second = _listed(http=False), _listed(http=False)
     assert first == second
     assert [t["name"] for t in first] == sorted(t["name"] for t in first)
-    assert len(json.dumps({"tools": first}, separators=(",", ":"))) <= cfg.limits.tools_list_max_bytes
+    size = len(json.dumps({"tools": first}, separators=(",", ":")))
+    assert size <= cfg.limits.tools_list_max_bytes
+    assert default_registry().tools_list_bytes(http=False) == size
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_tools_list_over_its_byte_bound_stops_the_server_naming_the_setting_and_the_size(transport):
+    size = default_registry().tools_list_bytes(http=transport == "http")
+    with pytest.raises(ConfigError, match=rf"^limits\.tools_list_max_bytes: .* is {size} bytes, over the bound of 1000"):
+        build_server(make_cfg(server__transport=transport, limits__tools_list_max_bytes=1000))
+    # exactly at the bound is allowed
+    build_server(make_cfg(server__transport=transport, limits__tools_list_max_bytes=size))
 
 
 def test_http_lists_every_tool_except_stdio_only_ones():
