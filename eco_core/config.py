@@ -148,7 +148,10 @@ class CacheTtl(_Section):
 class Cache(_Section):
     enabled: bool = Field(True, description="Cache upstream answers.")
     max_entries: int = Field(1024, ge=1, le=10_000_000, description="Most cached upstream answers.")
-    max_index_entries: int = Field(4, ge=1, le=64, description="Most in-memory search indexes.")
+    # The spec lists this setting; this design has nothing for it to bound (see its description).
+    max_index_entries: int = Field(4, ge=1, le=64, description=(
+        "Accepted and validated, but not read: each process keeps exactly one search index over the "
+        "current catalogs (replaced when a catalog version moves), so there is no set of indexes to bound."))
     prewarm: bool | None = Field(None, description="Build catalogs at start; unset: true on http, false on stdio.")
     refresh_ahead: float = Field(0.1, ge=0, le=1, description="Refresh in the last fraction of a TTL.")
     stale_if_error_s: int = Field(86400, ge=0, le=30 * 86400, description="Serve stale answers this long when upstream fails.")
@@ -156,8 +159,13 @@ class Cache(_Section):
 
 
 class Limits(_Section):
-    default_limit: int = Field(50, ge=1, le=500, description="Default page size.")
-    max_limit: int = Field(500, ge=1, le=5000, description="Largest page size.")
+    # Every tool in the spec declares its own default page size, so default_limit governs nothing yet.
+    default_limit: int = Field(50, ge=1, le=500, description=(
+        "Page size for a paged tool that declares no default of its own; every current tool declares "
+        "one, so no tool reads it."))
+    max_limit: int = Field(500, ge=1, le=5000, description=(
+        "Ceiling on every page size a tool takes (limit and each ..._limit): a larger value sent is invalid_argument; "
+        "a tool default above it is lowered to it."))
     max_result_bytes: int = Field(50000, ge=1000, le=10_000_000, description="Results above this are trimmed.")
     hard_max_result_bytes: int = Field(200000, ge=1000, le=50_000_000, description="Above this after trimming: result_too_large.")
     text_budget_summary: int = Field(300, ge=10, le=100000, description="Characters of text in summaries.")

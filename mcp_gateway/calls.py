@@ -17,6 +17,7 @@ import mcp_types as types
 
 from eco_core import redact
 from eco_core.errors import EcoError
+from eco_core.paging import cap_page_sizes
 from mcp_gateway import budget, request_state
 from mcp_gateway.arguments import parse_arguments
 from mcp_gateway.context import CallContext
@@ -135,7 +136,7 @@ async def _execute(
                     f"{spec.name} runs only on the stdio transport",
                     details={"tool": spec.name},
                 )
-            args = parse_arguments(spec, arguments)
+            args = cap_page_sizes(parse_arguments(spec, arguments), call.cfg.limits.max_limit)
             if spec.requires_token and token is None and not _token_optional(spec, args):
                 raise EcoError(
                     "auth_required",
