@@ -9,6 +9,13 @@ registered with `eco_core.redact` so that no log line can carry it.
 
 Deployment settings that are not the spec's (DATABASE_URL, REDIS_URL, CELERY_BROKER_URL) live in
 `eco_service.settings`, because Django reads them before any of this runs.
+
+The loader is hand-written rather than pydantic-settings because three of the spec's rules do not
+fit that library's sources: an unset word (`none`, `null`, empty; any case) on a setting that
+cannot be null must also drop the YAML value below it (its sources are deep-merged, so a higher
+one cannot remove a lower one's key, and `env_parse_none_str` takes a single word); unknown keys
+in the environment and the YAML are reported in one warning (it can ignore, keep or forbid them, not warn);
+and the token has its own ordered sources whose origin is recorded.
 """
 
 from __future__ import annotations
