@@ -48,7 +48,7 @@ from asgiref.sync import async_to_sync  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from catalog import index  # noqa: E402
-from catalog.search import search_products  # noqa: E402
+from catalog.products import search_products  # noqa: E402
 from eco_core import config as eco_config  # noqa: E402
 
 
@@ -101,7 +101,7 @@ def first_search_after_start() -> dict:
     code = (
         "import time; t0 = time.perf_counter(); import os, django; "
         "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'eco_service.settings'); django.setup(); "
-        "from catalog.search import search_products; r = search_products(query='soil temperature'); "
+        "from catalog.products import search_products; r = search_products(query='soil temperature'); "
         "print(r.total, round((time.perf_counter() - t0) * 1000, 1))"
     )
     t0 = time.perf_counter()

@@ -1,4 +1,5 @@
-"""Availability: which months of a product exist at a site, split by release.
+"""The availability family's reads (eco_get_availability): which months of a product exist at a
+site, split by release, and the wire types of its answer.
 
 The unit everything works on is a *cell*: release tag (or PROVISIONAL) -> ISO month ranges,
 for one product at one site. Cells come from the catalog (current view, no upstream request)
@@ -6,28 +7,83 @@ or, for a pinned release, from the upstream product or site record as published 
 release (one cached request). `shape_row` then applies the provisional filter and the month
 window locally and renders the chosen format.
 
+    await get_availability(idx=, client=, product=, site=, ...) -> Answer[AvailabilityRecord]
     await product_cells(idx, code, release=, client=)  -> {siteCode: cell}
     await site_cells(idx, code, release=, client=)     -> {productCode: (title, cell)}
     shape_row(cell, provisional=, start=, end=, fmt=)   -> RowData | None
-    totals(rows)                                        -> the summary over every row
+    totals(rows)                                        -> AvailabilityTotals over every row
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
 
 from catalog import months, resolve
+from catalog.checks import bad
 from catalog.index import CatalogIndex, Interval, merge
-from eco_core.errors import EcoError
+from catalog.resolve import PROVISIONAL
+from eco_core.wire import Answer, Page, WireModel, page
 
-PROVISIONAL = "PROVISIONAL"
+if TYPE_CHECKING:
+    from upstream.client import UpstreamClient
+
 # Months NEON lists without saying which release they belong to (never seen in recordings).
 UNSPECIFIED = "UNSPECIFIED"
 
 Cell = dict[str, list[str]]
 Format = Literal["ranges", "months", "counts"]
-ProvisionalMode = Literal["include", "exclude", "only"]
+Provisional = Literal["include", "exclude", "only"]
+Mode = Literal["product", "site", "cell"]
+
+
+class Window(WireModel):
+    start_month: str | None = Field(None, description="First month kept (YYYY-MM), or open.")
+    end_month: str | None = Field(None, description="Last month kept (YYYY-MM), or open.")
+
+
+class AvailabilityRow(WireModel):
+    """One product at one site. `byRelease` holds month ranges, months or counts depending on the
+    format; PROVISIONAL is its own key."""
+
+    product_code: str
+    product_name: str | None = None
+    site_code: str
+    site_name: str | None = None
+    month_count: int
+    provisional_month_count: int
+    first_month: str | None
+    last_month: str | None
+    ranges: list[str] | None = Field(None, description="ISO 8601 month intervals YYYY-MM/YYYY-MM (ranges format).")
+    months: list[str] | None = Field(None, description="Every month (months format).")
+    by_release: dict[str, list[str] | int] = Field(default_factory=dict)
+
+
+class AvailabilityTotals(WireModel):
+    rows: int = Field(description="Rows with data (all pages).")
+    site_months: int = Field(description="Product-site-months over all rows.")
+    by_release: dict[str, int] = Field(default_factory=dict, description="Site-months per release (PROVISIONAL too).")
+    first_month: str | None = None
+    last_month: str | None = None
+
+
+class AvailabilityRecord(WireModel):
+    """eco_get_availability's answer without the envelope (the tool's output adds it)."""
+
+    mode: Mode
+    product_code: str | None
+    product_name: str | None
+    site_code: str | None
+    site_name: str | None
+    release: str | None
+    provisional: Provisional
+    window: Window | None
+    format: Format
+    summary: AvailabilityTotals
+    rows: list[AvailabilityRow]
+    page: Page
 
 
 @dataclass
@@ -53,7 +109,7 @@ def cell_from_upstream(available_releases: list[Any], available_months: list[str
     return cell
 
 
-async def product_cells(idx: CatalogIndex, code: str, *, release: str | None, client: Any) -> dict[str, Cell]:
+async def product_cells(idx: CatalogIndex, code: str, *, release: str | None, client: UpstreamClient) -> dict[str, Cell]:
     if release is None:
         return {site: dict(c.ranges) for site, c in idx.by_code[code].cells.items()}
     record = await client.product(code, release=release)
@@ -62,7 +118,7 @@ async def product_cells(idx: CatalogIndex, code: str, *, release: str | None, cl
 
 
 async def site_cells(idx: CatalogIndex, site: str, *, release: str | None,
-                     client: Any) -> dict[str, tuple[str | None, Cell]]:
+                     client: UpstreamClient) -> dict[str, tuple[str | None, Cell]]:
     if release is None:
         return {p.code: (p.name, dict(p.cells[site].ranges)) for p in idx.products if site in p.cells}
     record = await client.site(site, release=release)
@@ -91,7 +147,7 @@ def _every(ivs: tuple[Interval, ...]) -> list[str]:
     return [months.month_from_index(k) for a, b in ivs for k in range(a, b + 1)]
 
 
-def shape_row(cell: Cell, *, provisional: ProvisionalMode, start: str | None, end: str | None,
+def shape_row(cell: Cell, *, provisional: Provisional, start: str | None, end: str | None,
               fmt: Format) -> RowData | None:
     """The cell filtered (provisional, window) and rendered; None when nothing is left.
     Works on integer month intervals: a product at 81 sites is thousands of months."""
@@ -127,74 +183,56 @@ def shape_row(cell: Cell, *, provisional: ProvisionalMode, start: str | None, en
     )
 
 
-def totals(rows: list[RowData]) -> dict[str, Any]:
+def totals(rows: list[RowData]) -> AvailabilityTotals:
     by_release: dict[str, int] = {}
     for r in rows:
         for rel, n in r.counts.items():
             by_release[rel] = by_release.get(rel, 0) + n
     firsts = [r.first_month for r in rows if r.first_month]
     lasts = [r.last_month for r in rows if r.last_month]
-    return {
-        "rows": len(rows),
-        "site_months": sum(r.month_count for r in rows),
-        "by_release": dict(sorted(by_release.items())),
-        "first_month": min(firsts, default=None),
-        "last_month": max(lasts, default=None),
-    }
+    return AvailabilityTotals(
+        rows=len(rows),
+        site_months=sum(r.month_count for r in rows),
+        by_release=dict(sorted(by_release.items())),
+        first_month=min(firsts, default=None),
+        last_month=max(lasts, default=None),
+    )
 
 
 # -- the three modes of eco_get_availability -----------------------------------------------
-
-@dataclass
-class AvailabilityAnswer:
-    mode: Literal["product", "site", "cell"]
-    product_code: str | None
-    product_name: str | None
-    site_code: str | None
-    site_name: str | None
-    release: str | None
-    format: Format
-    rows: list[dict[str, Any]]
-    total: int
-    summary: dict[str, Any]
-    resolved: dict[str, Any]
-    notes: list[str]
-    upstream: bool
-
-
-def _bad(field_name: str, message: str) -> EcoError:
-    return EcoError("invalid_argument", f"{field_name}: {message}", details={"field": field_name})
-
 
 def _check_mode_fields(mode: str, *, site_codes, domain_code, product_codes) -> None:
     if mode != "product":
         for name, value in (("site_codes", site_codes), ("domain_code", domain_code)):
             if value is not None:
-                raise _bad(name, f"applies to product mode only (product without site); this call is {mode} mode")
+                raise bad(name, f"applies to product mode only (product without site); this call is {mode} mode")
     if mode != "site" and product_codes is not None:
-        raise _bad("product_codes", f"applies to site mode only (site without product); this call is {mode} mode")
+        raise bad("product_codes", f"applies to site mode only (site without product); this call is {mode} mode")
 
 
-def _row_dict(data: RowData, **keys: Any) -> dict[str, Any]:
-    return {**keys, "month_count": data.month_count, "provisional_month_count": data.provisional_month_count,
-            "first_month": data.first_month, "last_month": data.last_month, "ranges": data.ranges,
-            "months": data.months, "by_release": data.by_release}
+def availability_row(data: RowData, *, product_code: str, product_name: str | None, site_code: str,
+                     site_name: str | None) -> AvailabilityRow:
+    return AvailabilityRow(
+        product_code=product_code, product_name=product_name, site_code=site_code, site_name=site_name,
+        month_count=data.month_count, provisional_month_count=data.provisional_month_count,
+        first_month=data.first_month, last_month=data.last_month, ranges=data.ranges, months=data.months,
+        by_release=data.by_release)
 
 
 async def get_availability(
-    *, idx: CatalogIndex, client: Any, product: str | None, site: str | None,
+    *, idx: CatalogIndex, client: UpstreamClient, product: str | None, site: str | None,
     site_codes: list[str] | None = None, domain_code: str | None = None, product_codes: list[str] | None = None,
-    release: str | None = None, provisional: ProvisionalMode = "include", start_month: str | None = None,
+    release: str | None = None, provisional: Provisional = "include", start_month: str | None = None,
     end_month: str | None = None, fmt: Format | None = None, limit: int = 100, offset: int = 0,
-) -> AvailabilityAnswer:
+) -> Answer[AvailabilityRecord]:
     if product is None and site is None:
-        raise _bad("product", "give product (one row per site), site (one row per product), or both (one cell)")
-    mode: Literal["product", "site", "cell"] = "cell" if product and site else ("product" if product else "site")
+        raise bad("product", "give product (one row per site), site (one row per product), or both (one cell)")
+    mode: Mode = "cell" if product and site else ("product" if product else "site")
     _check_mode_fields(mode, site_codes=site_codes, domain_code=domain_code, product_codes=product_codes)
     if release is not None and provisional == "only":
-        raise _bad("provisional", "'only' cannot be combined with release: a release holds no provisional data")
+        raise bad("provisional", "'only' cannot be combined with release: a release holds no provisional data")
     if start_month and end_month and start_month > end_month:
-        raise _bad("start_month", f"{start_month} is after end_month {end_month}")
+        raise bad("start_month", f"{start_month} is after end_month {end_month}")
     fmt = fmt or ("months" if mode == "cell" else "ranges")
     resolved: dict[str, Any] = {}
     notes: list[str] = []
@@ -245,17 +283,20 @@ async def get_availability(
     for key, name, data in shaped[offset:offset + limit]:
         if mode == "site":
             assert st is not None
-            rows.append(_row_dict(data, product_code=key, product_name=name, site_code=st.code, site_name=st.name))
+            rows.append(availability_row(data, product_code=key, product_name=name, site_code=st.code,
+                                         site_name=st.name))
         else:
             assert prod is not None
-            rows.append(_row_dict(data, product_code=prod.code, product_name=prod.name, site_code=key,
-                                  site_name=name))
-    return AvailabilityAnswer(
+            rows.append(availability_row(data, product_code=prod.code, product_name=prod.name, site_code=key,
+                                         site_name=name))
+    window = Window(start_month=start_month, end_month=end_month) if (start_month or end_month) else None
+    record = AvailabilityRecord(
         mode=mode, product_code=prod.code if prod else None, product_name=prod.name if prod else None,
-        site_code=st.code if st else None, site_name=st.name if st else None, release=tag, format=fmt,
-        rows=rows, total=len(shaped), summary=totals([d for _, _, d in shaped]), resolved=resolved,
-        notes=notes, upstream=tag is not None,
+        site_code=st.code if st else None, site_name=st.name if st else None, release=tag,
+        provisional=provisional, window=window, format=fmt, summary=totals([d for _, _, d in shaped]),
+        rows=rows, page=page(offset, limit, len(rows), len(shaped)),
     )
+    return Answer(record, resolved=resolved, notes=notes, from_upstream=tag is not None)
 
 
 def _sites_wanted(idx: CatalogIndex, site_codes: list[str] | None, domain_code: str | None,

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+
+# A month as callers write it; the tools' input schemas declare the same pattern.
+MONTH_PATTERN = r"^\d{4}-(0[1-9]|1[0-2])$"
+MONTH = re.compile(MONTH_PATTERN)
 
 
 def month_index(ym: str) -> int:

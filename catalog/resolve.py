@@ -29,6 +29,8 @@ SITE_CODE = re.compile(r"^[A-Z]{4}$")
 RELEASE_TAG = re.compile(r"^RELEASE-\d{4}$")
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 MAX_CANDIDATES = 10
+# NEON's label for months not yet in any release: a key of availability, never a release.
+PROVISIONAL = "PROVISIONAL"
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ def resolve_release(text: str | None, *, index: CatalogIndex | None = None, fiel
         for tag in p.release_tags:
             known.setdefault(tag, None)
     valid = sorted(known)
-    if upper == "PROVISIONAL":
+    if upper == PROVISIONAL:
         raise EcoError("invalid_argument",
                        f"{field}: PROVISIONAL is not a release (provisional data is newer than the latest release "
                        "and may change); give a RELEASE-YYYY tag, latest, or use the provisional option",

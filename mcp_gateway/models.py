@@ -1,4 +1,4 @@
-"""Base models every tool declares its inputs and outputs with.
+"""Base models every tool declares its inputs and outputs with (the envelope around every answer).
 
 Inputs are snake_case with the upstream's camelCase spellings accepted as aliases; outputs are
 camelCase on the wire. Both carry JSON Schema 2020-12 declarations when rendered for tools/list.
@@ -10,6 +10,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from eco_core.wire import Page, WireModel
+
+__all__ = [
+    "JSON_SCHEMA_2020_12", "Envelope", "NextStep", "Page", "Source", "ToolInput", "WireModel", "input_schema",
+    "output_schema",
+]
 
 JSON_SCHEMA_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 
@@ -24,19 +31,6 @@ class ToolInput(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
         frozen=True,
-    )
-
-
-class WireModel(BaseModel):
-    """Serialised by alias (camelCase). Every field is listed as required in the output schema
-    because the gateway always dumps every field, nulls included."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        json_schema_serialization_defaults_required=True,
     )
 
 
@@ -55,18 +49,6 @@ class Source(WireModel):
     endpoints: list[str] = Field(default_factory=list, description="Upstream endpoints behind the answer.")
     api_base_url: str | None = Field(None, description="Upstream REST base URL, when upstream data is involved.")
     stale: bool = Field(False, description="True when a stale cached answer was served because upstream failed.")
-
-
-class Page(WireModel):
-    """Paging of one list in a result. `truncated` is set when the byte budget dropped items from
-    the end of the list; `nextOffset` then continues right after the last item kept."""
-
-    offset: int = Field(0, ge=0)
-    limit: int = Field(0, ge=0)
-    returned: int = Field(0, ge=0)
-    total: int | None = Field(None, ge=0)
-    next_offset: int | None = Field(None, ge=0)
-    truncated: bool = False
 
 
 class Envelope(WireModel):

@@ -3,25 +3,16 @@ for one product at one site (cell mode), split by release with PROVISIONAL as it
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
-from catalog.queries.availability import AvailabilityAnswer, get_availability
+from catalog.availability import AvailabilityRecord, Format, Provisional, get_availability
+from catalog.checks import DOMAIN_PATTERN
+from catalog.months import MONTH_PATTERN
 from mcp_gateway import ports
 from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
+from mcp_gateway.models import Envelope, NextStep, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools._shared import (
-    DOMAIN_PATTERN,
-    MONTH_PATTERN,
-    AvailabilityRow,
-    AvailabilityTotals,
-    Provisional,
-    Window,
-    catalog_index,
-    page,
-)
+from mcp_gateway.tools.catalog_access import catalog_index
 
 
 class AvailabilityInput(ToolInput):
@@ -36,29 +27,19 @@ class AvailabilityInput(ToolInput):
     provisional: Provisional = Field("include", description="Provisional months: include, exclude or only.")
     start_month: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM, window start.")
     end_month: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM, window end.")
-    format: Literal["ranges", "months", "counts"] | None = Field(
+    format: Format | None = Field(
         None, description="ranges (YYYY-MM/YYYY-MM), months, or counts; default ranges (cell mode: months).")
     limit: int = Field(100, ge=1, le=500)
     offset: int = Field(0, ge=0)
 
 
-class AvailabilityOutput(Envelope):
-    mode: Literal["product", "site", "cell"]
-    product_code: str | None
-    product_name: str | None
-    site_code: str | None
-    site_name: str | None
-    release: str | None
-    provisional: Provisional
-    window: Window | None
-    format: Literal["ranges", "months", "counts"]
-    summary: AvailabilityTotals
-    rows: list[AvailabilityRow]
-    page: Page
+class AvailabilityOutput(AvailabilityRecord, Envelope):
+    pass
 
 
-def _steps(args: AvailabilityInput, a: AvailabilityAnswer, rows: list[AvailabilityRow], pg: Page) -> list[NextStep]:
+def _steps(args: AvailabilityInput, a: AvailabilityRecord) -> list[NextStep]:
     steps: list[NextStep] = []
+    rows, pg = a.rows, a.page
     if rows:
         last = max(rows, key=lambda r: r.last_month or "")
         month = last.last_month
@@ -88,17 +69,9 @@ async def get_availability_tool(args: AvailabilityInput, call: CallContext) -> A
         provisional=args.provisional, start_month=args.start_month, end_month=args.end_month, fmt=args.format,
         limit=args.limit, offset=args.offset,
     )
-    rows = [AvailabilityRow(**r) for r in a.rows]
-    pg = page(args.offset, args.limit, len(rows), a.total)
-    window = Window(start_month=args.start_month, end_month=args.end_month) if (
-        args.start_month or args.end_month) else None
-    source = Source(origin="upstream" if a.upstream else "catalog", api_base_url=call.cfg.eco.base_url)
-    return AvailabilityOutput(
-        mode=a.mode, product_code=a.product_code, product_name=a.product_name, site_code=a.site_code,
-        site_name=a.site_name, release=a.release, provisional=args.provisional, window=window, format=a.format,
-        summary=AvailabilityTotals(**a.summary), rows=rows, page=pg, resolved=a.resolved, notes=a.notes,
-        next_steps=_steps(args, a, rows, pg), source=source,
-    )
+    source = Source(origin="upstream" if a.from_upstream else "catalog", api_base_url=call.cfg.eco.base_url)
+    return AvailabilityOutput(**dict(a.record), resolved=a.resolved, notes=a.notes,
+                              next_steps=_steps(args, a.record), source=source)
 
 
 TOOLS = [

@@ -3,28 +3,18 @@ product's record (catalog first; opt-in sections from the upstream detail record
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
-from catalog.queries.products import product_detail
-from catalog.queries.text import clip
-from catalog.search import ProductHit, search_products
+from catalog.checks import DOMAIN_PATTERN
+from catalog.months import MONTH_PATTERN
+from catalog.products import ProductRecord, ProductSummary, product_detail, search_products
 from mcp_gateway import ports
 from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput, WireModel
+from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools._shared import (
-    DOMAIN_PATTERN,
-    MONTH_PATTERN,
-    AvailabilityRow,
-    AvailabilitySummary,
-    ProductSummary,
-    catalog_index,
-    catalog_read,
-    catalog_source,
-    page,
-)
+from mcp_gateway.tools.catalog_access import catalog_index, catalog_read, catalog_source
 
 
 class SearchProductsInput(ToolInput):
@@ -55,17 +45,6 @@ class SearchProductsOutput(Envelope):
     index_age_seconds: int | None
 
 
-def _summary(hit: ProductHit, text_budget: int) -> ProductSummary:
-    p = hit.product
-    return ProductSummary(
-        product_code=p.code, product_name=p.name, product_status=p.status,
-        product_science_team_abbr=p.team_abbr or None, level=p.level, themes=list(p.themes),
-        product_has_expanded=p.has_expanded, description=clip(p.description, text_budget)[0] or None,
-        score=hit.score, matched_on=hit.matched_on, site_count=p.site_count, first_month=p.first_month,
-        last_month=p.last_month, month_range=p.month_range, latest_release=p.latest_release,
-    )
-
-
 def _search_steps(args: SearchProductsInput, items: list[ProductSummary], pg: Page) -> list[NextStep]:
     steps: list[NextStep] = []
     if items:
@@ -92,8 +71,8 @@ async def search_products_tool(args: SearchProductsInput, call: CallContext) -> 
         release=args.release, available_from=args.available_from, available_to=args.available_to,
         sort=args.sort, limit=args.limit, offset=args.offset, index=idx,
     )
-    items = [_summary(h, call.cfg.limits.text_budget_summary) for h in r.items]
-    pg = page(args.offset, args.limit, len(items), r.total)
+    items = [h.summary(call.cfg.limits.text_budget_summary) for h in r.items]
+    pg = r.page
     notes = []
     if not r.total and args.status == "ACTIVE" and args.query:
         notes.append("Only ACTIVE products are searched by default; try status='ALL'.")
@@ -143,96 +122,21 @@ class GetProductInput(ToolInput):
     text_budget: int = Field(4000, ge=100, le=20000, description="Characters kept per text section.")
 
 
-class ReleaseInfo(WireModel):
-    release: str
-    generation_date: str | None
-    doi: str | None
-    doi_generation_date: str | None
+class GetProductOutput(ProductRecord, Envelope):
+    pass
 
 
-class ProductUrls(WireModel):
-    api: str
-    portal: str
-    doi: str | None = Field(description="DOI of the latest release, when released.")
-
-
-class SpecInfo(WireModel):
-    spec_id: str
-    spec_number: str
-    spec_type: str | None
-    spec_size: int | None
-    spec_description: str | None
-    spec_url: str
-
-
-class ChangeLog(WireModel):
-    id: int
-    parent_issue_id: int | None
-    issue_date: str | None
-    resolved_date: str | None
-    date_range_start: str | None
-    date_range_end: str | None
-    location_affected: str | None
-    issue: str | None
-    resolution: str | None
-
-
-class BiorepositoryCollection(WireModel):
-    collection_code: str
-    collection_name: str | None
-    collection_url: str | None
-    collection_content_url: str | None
-    collection_download_url: str | None
-
-
-class GetProductOutput(Envelope):
-    product_code: str
-    product_code_long: str
-    product_code_presentation: str
-    product_name: str
-    product_description: str | None
-    product_status: str
-    product_category: str
-    product_science_team: str | None
-    product_science_team_abbr: str | None
-    product_publication_format_type: str | None
-    product_has_expanded: bool
-    themes: list[str]
-    keywords: list[str]
-    latest_release: str | None
-    releases: list[ReleaseInfo]
-    availability: AvailabilitySummary
-    specs_count: int
-    change_log_count: int | None = Field(description="Null when served from the catalog alone.")
-    urls: ProductUrls
-    product_abstract: str | None
-    product_design_description: str | None
-    product_study_description: str | None
-    product_sensor: str | None
-    product_remarks: str | None
-    product_basic_description: str | None
-    product_expanded_description: str | None
-    text_truncated: list[str] = Field(description="Text fields clipped to text_budget.")
-    specs: list[SpecInfo] | None
-    change_logs: list[ChangeLog] | None = Field(description="Newest first.")
-    change_logs_page: Page | None
-    availability_rows: list[AvailabilityRow] | None = Field(description="One row per site, ranges per release.")
-    availability_page: Page | None
-    biorepository_collections: list[BiorepositoryCollection] | None
-
-
-def _product_steps(out: dict, args: GetProductInput) -> list[NextStep]:
-    code = out["product_code"]
+def _product_steps(out: ProductRecord, resolved: dict[str, Any], args: GetProductInput) -> list[NextStep]:
+    code = out.product_code
     steps = [NextStep(tool="eco_get_availability", arguments={"product": code}, why="Months of data per site.")]
-    if out["availability_rows"]:
-        steps.append(NextStep(tool="eco_get_site", arguments={"site": out["availability_rows"][0]["site_code"]},
+    if out.availability_rows:
+        steps.append(NextStep(tool="eco_get_site", arguments={"site": out.availability_rows[0].site_code},
                               why="Another product's view: what that site measures."))
-    for key, page_key in (("change_logs", "change_logs_page"), ("availability", "availability_page")):
-        pg = out[page_key]
-        if pg and pg["next_offset"] is not None:
+    for key, pg in (("change_logs", out.change_logs_page), ("availability", out.availability_page)):
+        if pg and pg.next_offset is not None:
             steps.append(NextStep(tool="eco_get_product", arguments={
-                "product": code, "include": [key], f"{key}_offset": pg["next_offset"],
-                **({"release": out["resolved"]["release"]["release"]} if args.release else {})},
+                "product": code, "include": [key], f"{key}_offset": pg.next_offset,
+                **({"release": resolved["release"]["release"]} if args.release else {})},
                 why=f"The next page of {key.replace('_', ' ')}."))
     if not args.include:
         steps.append(NextStep(tool="eco_get_product", arguments={"product": code, "include": ["abstract", "specs"]},
@@ -243,16 +147,16 @@ def _product_steps(out: dict, args: GetProductInput) -> list[NextStep]:
 async def get_product_tool(args: GetProductInput, call: CallContext) -> GetProductOutput:
     cfg = call.cfg
     idx = await catalog_index(cfg)
-    out = await product_detail(
+    a = await product_detail(
         idx=idx, client=ports.upstream_client(), base_url=cfg.eco.base_url, product=args.product,
         release=args.release, include=list(args.include), change_logs_limit=args.change_logs_limit,
         change_logs_offset=args.change_logs_offset, availability_limit=args.availability_limit,
         availability_offset=args.availability_offset, text_budget=args.text_budget,
     )
-    upstream = out.pop("from_upstream")
-    steps = _product_steps(out, args)
-    origin = "upstream" if upstream else "catalog"
-    return GetProductOutput(**out, next_steps=steps, source=Source(origin=origin, api_base_url=cfg.eco.base_url))
+    origin = "upstream" if a.from_upstream else "catalog"
+    return GetProductOutput(**dict(a.record), resolved=a.resolved, notes=a.notes,
+                            next_steps=_product_steps(a.record, a.resolved, args),
+                            source=Source(origin=origin, api_base_url=cfg.eco.base_url))
 
 
 TOOLS.append(

@@ -3,18 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from catalog.queries.sites import site_detail, site_elevations
-from catalog.search import SiteHit, search_sites
-from eco_core.errors import EcoError
+from catalog.checks import DOMAIN_PATTERN
+from catalog.sites import SiteRecord, SiteSummary, search_sites, site_detail, with_elevations
 from mcp_gateway import ports
 from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput, WireModel
+from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools._shared import DOMAIN_PATTERN, SiteSummary, Utm, catalog_index, catalog_read, page
+from mcp_gateway.tools.catalog_access import catalog_index, catalog_read
 
 
 class SearchSitesInput(ToolInput):
@@ -41,25 +40,6 @@ class SearchSitesOutput(Envelope):
     index_age_seconds: int | None
 
 
-def _summary(hit: SiteHit) -> SiteSummary:
-    s = hit.site
-    return SiteSummary(
-        site_code=s.code, site_name=s.name, site_type=s.site_type, state_code=s.state_code,
-        state_name=s.state_name, domain_code=s.domain_code, domain_name=s.domain_name,
-        site_latitude=s.latitude, site_longitude=s.longitude, product_count=s.product_count,
-        score=hit.score, matched_on=hit.matched_on, distance_km=hit.distance_km,
-    )
-
-
-def _facets(hits: list[SiteHit]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {"domains": {}, "states": {}, "siteTypes": {}}
-    for h in hits:
-        for key, value in (("domains", h.site.domain_code), ("states", h.site.state_code),
-                           ("siteTypes", h.site.site_type)):
-            out[key][value] = out[key].get(value, 0) + 1
-    return out
-
-
 def _steps(args: SearchSitesInput, items: list[SiteSummary], pg: Page, product: str | None) -> list[NextStep]:
     steps: list[NextStep] = []
     if items:
@@ -78,40 +58,29 @@ def _steps(args: SearchSitesInput, items: list[SiteSummary], pg: Page, product: 
 async def search_sites_tool(args: SearchSitesInput, call: CallContext) -> SearchSitesOutput:
     cfg = call.cfg
     idx = await catalog_index(cfg)
-    common: dict[str, Any] = dict(
-        query=args.query, domain_code=args.domain_code, state_code=args.state_code, site_type=args.site_type,
-        product=args.product, release=args.release, latitude=args.latitude, longitude=args.longitude,
-        radius_km=args.radius_km, index=idx)
-    # The facets describe the whole filtered set, so one unpaged pass (81 sites at most) gives both.
-    every = await catalog_read(search_sites, **common, limit=100, offset=0)
-    hits = every.items[args.offset:args.offset + args.limit]
-    items = [_summary(h) for h in hits]
+    r = await catalog_read(
+        search_sites, query=args.query, domain_code=args.domain_code, state_code=args.state_code,
+        site_type=args.site_type, product=args.product, release=args.release, latitude=args.latitude,
+        longitude=args.longitude, radius_km=args.radius_km, limit=args.limit, offset=args.offset, index=idx)
     notes: list[str] = []
     source = Source(origin="catalog", api_base_url=cfg.eco.base_url)
-    if args.include_elevation and items:
-        try:
-            found = await site_elevations(client=ports.upstream_client(), codes=[i.site_code for i in items])
-        except EcoError as exc:
-            if exc.code not in ("upstream_error", "upstream_unavailable", "rate_limited"):
-                raise
-            found = {h.site.code: (h.site.elevation, h.site.utm_easting, h.site.utm_northing, h.site.utm_zone,
-                                   h.site.utm_hemisphere) for h in hits}
-            notes.append(f"Elevation and UTM come from the cached catalog: GET /locations/sites failed ({exc.code}).")
-        else:
+    if args.include_elevation and r.items:
+        elevated = await with_elevations(client=ports.upstream_client(), hits=r.items)
+        items = elevated.items
+        if elevated.note:
+            notes.append(elevated.note)
+        if elevated.from_upstream:
             source = Source(origin="mixed", endpoints=["/locations/sites"], api_base_url=cfg.eco.base_url)
-        for item in items:
-            elev, east, north, zone, hemi = found.get(item.site_code, (None, None, None, None, None))
-            item.elevation = elev
-            item.utm = Utm(easting=east, northing=north, zone=zone, hemisphere=hemi) if east is not None else None
+    else:
+        items = [h.summary() for h in r.items]
     if args.latitude is not None:
         notes.append(f"Sites within {args.radius_km:g} km of ({args.latitude}, {args.longitude}), nearest first.")
-    pg = page(args.offset, args.limit, len(items), every.total)
-    product = (every.resolved.get("product") or {}).get("productCode")
+    product = (r.resolved.get("product") or {}).get("productCode")
     return SearchSitesOutput(
-        items=items, page=pg, facets=_facets(every.items), did_you_mean=every.did_you_mean,
-        index_source=every.index_source if every.index_source in ("graphql", "rest") else None,
-        index_age_seconds=every.index_age_seconds, resolved=every.resolved, notes=notes,
-        next_steps=_steps(args, items, pg, product), source=source,
+        items=items, page=r.page, facets=r.facets, did_you_mean=r.did_you_mean,
+        index_source=r.index_source if r.index_source in ("graphql", "rest") else None,
+        index_age_seconds=r.index_age_seconds, resolved=r.resolved, notes=notes,
+        next_steps=_steps(args, items, r.page, product), source=source,
     )
 
 
@@ -154,82 +123,21 @@ class GetSiteInput(ToolInput):
     products_offset: int = Field(0, ge=0)
 
 
-class SiteUrls(WireModel):
-    api: str
-    portal: str
+class GetSiteOutput(SiteRecord, Envelope):
+    pass
 
 
-class SiteReleaseInfo(WireModel):
-    release: str
-    generation_date: str | None
-    url: str | None
-
-
-class SiteProduct(WireModel):
-    product_code: str
-    product_name: str | None
-    month_count: int
-    provisional_month_count: int
-    first_month: str | None
-    last_month: str | None
-    ranges: list[str] = Field(description="ISO 8601 month intervals YYYY-MM/YYYY-MM.")
-    by_release: dict[str, list[str]] = Field(description="Month ranges per release; PROVISIONAL its own key.")
-
-
-class ActivePeriod(WireModel):
-    activated_date: str | None
-    deactivated_date: str | None
-
-
-class SiteLocation(WireModel):
-    location_name: str
-    location_description: str | None
-    location_type: str | None
-    latitude: float | None
-    longitude: float | None
-    elevation: float | None
-    utm_easting: float | None
-    utm_northing: float | None
-    utm_zone: int | None
-    utm_hemisphere: str | None
-    properties: dict[str, str | int | float | bool | None]
-    active_periods: list[ActivePeriod]
-    parent: str | None
-    child_count: int
-
-
-class GetSiteOutput(Envelope):
-    site_code: str
-    site_name: str
-    site_description: str | None
-    site_type: str
-    site_latitude: float | None
-    site_longitude: float | None
-    state_code: str
-    state_name: str
-    domain_code: str
-    domain_name: str
-    deims_id: str | None
-    product_count: int
-    latest_release: str | None
-    urls: SiteUrls
-    releases: list[SiteReleaseInfo] | None
-    data_products: list[SiteProduct] | None
-    data_products_page: Page | None
-    location: SiteLocation | None
-
-
-def _site_steps(out: dict, args: GetSiteInput) -> list[NextStep]:
-    code = out["site_code"]
+def _site_steps(out: SiteRecord, args: GetSiteInput) -> list[NextStep]:
+    code = out.site_code
     steps = [NextStep(tool="eco_get_availability", arguments={"site": code}, why="Months per product at this site.")]
-    if out["data_products"]:
-        top = out["data_products"][0]["product_code"]
+    if out.data_products:
+        top = out.data_products[0].product_code
         steps.append(NextStep(tool="eco_get_availability", arguments={"product": top, "site": code},
                               why=f"Every month of {top} here."))
-    pg = out["data_products_page"]
-    if pg and pg["next_offset"] is not None:
+    pg = out.data_products_page
+    if pg and pg.next_offset is not None:
         more = args.model_dump(exclude_defaults=True)
-        steps.append(NextStep(tool="eco_get_site", arguments={**more, "products_offset": pg["next_offset"]},
+        steps.append(NextStep(tool="eco_get_site", arguments={**more, "products_offset": pg.next_offset},
                               why="The next page of products."))
     return steps
 
@@ -237,14 +145,14 @@ def _site_steps(out: dict, args: GetSiteInput) -> list[NextStep]:
 async def get_site_tool(args: GetSiteInput, call: CallContext) -> GetSiteOutput:
     cfg = call.cfg
     idx = await catalog_index(cfg)
-    out = await site_detail(
+    a = await site_detail(
         idx=idx, client=ports.upstream_client(), base_url=cfg.eco.base_url, site=args.site, release=args.release,
         include=list(args.include), products_query=args.products_query, products_limit=args.products_limit,
         products_offset=args.products_offset, text_budget=cfg.limits.text_budget_detail,
     )
-    origin = "upstream" if out.pop("from_upstream") else "catalog"
-    steps = _site_steps(out, args)
-    return GetSiteOutput(**out, next_steps=steps, source=Source(origin=origin, api_base_url=cfg.eco.base_url))
+    origin = "upstream" if a.from_upstream else "catalog"
+    return GetSiteOutput(**dict(a.record), resolved=a.resolved, notes=a.notes, next_steps=_site_steps(a.record, args),
+                         source=Source(origin=origin, api_base_url=cfg.eco.base_url))
 
 
 TOOLS.append(

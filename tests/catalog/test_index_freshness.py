@@ -13,7 +13,7 @@ from django.db import connection
 
 from catalog import index
 from catalog.models import CatalogState, ReleaseRow
-from catalog.search import search_products
+from catalog.products import search_products
 from tests.catalog.conftest import _wipe
 from tests.conftest import IN_CI
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from catalog.products import product_detail
+from catalog.releases import list_releases
 from catalog.resolve import resolve_product, resolve_release, resolve_site
-from catalog.search import haversine_km, search_sites
+from catalog.sites import haversine_km, search_sites, site_detail, with_elevations
 from eco_core.errors import EcoError
 
 
@@ -151,29 +153,46 @@ def test_bad_site_search_input_names_the_field(idx, kwargs, field):
     assert e.code == "invalid_argument" and e.message.startswith(field)
 
 
-# -- selectors -------------------------------------------------------------------------------
+# -- the detail reads and reference lists, served from the catalog ---------------------------
 
-def test_get_product_from_the_catalog_echoes_the_resolution(idx):
-    from catalog.selectors import get_product
+class NoUpstream:
+    """Stands in for the upstream client where a read must be served by the catalog alone."""
 
-    view = get_product("Breeding landbird point counts", index=idx)
-    assert view.product.code == "DP1.10003.001" and view.product.specs_count >= 0
-    assert view.resolved["product"]["matchedBy"] == "name"
-    assert view.product.releases and view.product.releases[-1]["doi"].startswith("https://doi.org/")
+    def __getattr__(self, name):
+        raise AssertionError(f"the read asked the upstream ({name}) although the catalog holds the answer")
 
 
-def test_get_site_lists_the_products_available_there(idx):
-    from catalog.selectors import get_site
+class FailingLocations:
+    """An upstream whose location records are unavailable."""
 
-    view = get_site("harv", index=idx)
-    assert view.site.code == "HARV" and view.site.elevation is not None
-    assert {p.code for p in view.products} == {p.code for p in idx.products if "HARV" in p.sites}
+    async def location_sites(self, **_):
+        raise EcoError("upstream_unavailable", "GET /locations/sites: the upstream did not answer")
+
+
+async def test_product_record_from_the_catalog_echoes_the_resolution(idx):
+    a = await product_detail(idx=idx, client=NoUpstream(), base_url="https://x/api/v0",
+                             product="Breeding landbird point counts", release=None, include=[])
+    assert a.record.product_code == "DP1.10003.001" and a.record.specs_count >= 0 and not a.from_upstream
+    assert a.resolved["product"]["matchedBy"] == "name"
+    assert a.record.releases and a.record.releases[-1].doi.startswith("https://doi.org/")
+
+
+async def test_site_record_lists_the_products_available_there(idx):
+    a = await site_detail(idx=idx, client=NoUpstream(), base_url="https://x/api/v0", site="harv", release=None,
+                          include=["products"], products_limit=300)
+    assert a.record.site_code == "HARV" and not a.from_upstream
+    assert {p.product_code for p in a.record.data_products} == {p.code for p in idx.products if "HARV" in p.sites}
+
+
+async def test_site_elevation_comes_from_the_catalog_when_the_location_records_fail(idx):
+    hits = search_sites(query="harv", index=idx).items
+    elevated = await with_elevations(client=FailingLocations(), hits=hits)
+    assert [i.site_code for i in elevated.items] == ["HARV"] and elevated.items[0].elevation is not None
+    assert not elevated.from_upstream and "upstream_unavailable" in elevated.note
 
 
 def test_reference_lists_of_sites_and_releases(idx):
-    from catalog.selectors import list_releases, list_sites
-
-    assert len(list_sites(index=idx)) == 81
+    assert search_sites(index=idx, limit=100).total == 81
     releases = list_releases(index=idx)
     assert releases.latest == "RELEASE-2026" and len(releases.releases) == 6
     assert all(r.product_count > 0 and r.generation_date for r in releases.releases)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.search import search_products
+from catalog.products import search_products
 from eco_core.errors import EcoError
 
 

@@ -10,7 +10,7 @@ from asgiref.sync import async_to_sync
 from django.urls import reverse
 
 from catalog.models import CatalogRefresh, CatalogState, ProductRow
-from catalog.search import search_products
+from catalog.products import search_products
 from catalog.services import prewarm, refresh_catalogs
 from catalog.status import catalog_status, readiness
 from eco_core.errors import EcoError

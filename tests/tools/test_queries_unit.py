@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from catalog.queries.availability import cell_from_upstream, shape_row, totals
-from catalog.queries.text import clip
+from catalog.availability import AvailabilityTotals, cell_from_upstream, shape_row, totals
+from catalog.text import clip
 
 CELL = {"RELEASE-2026": ["2019-04/2019-06", "2020-01/2020-02"], "PROVISIONAL": ["2025-07/2025-09"]}
 
@@ -49,8 +49,9 @@ def test_totals_sum_site_months_per_release_over_every_row():
     rows = [shape_row(CELL, provisional="include", start=None, end=None, fmt="counts"),
             shape_row({"PROVISIONAL": ["2025-08/2025-08"]}, provisional="include", start=None, end=None,
                       fmt="counts")]
-    assert totals(rows) == {"rows": 2, "site_months": 9, "by_release": {"PROVISIONAL": 4, "RELEASE-2026": 5},
-                            "first_month": "2019-04", "last_month": "2025-09"}
+    assert totals(rows) == AvailabilityTotals(rows=2, site_months=9,
+                                              by_release={"PROVISIONAL": 4, "RELEASE-2026": 5},
+                                              first_month="2019-04", last_month="2025-09")
 
 
 def test_upstream_entry_becomes_a_cell_per_release_and_unlabelled_months_go_under_the_pinned_release():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from catalog.search import haversine_km
+from catalog.sites import haversine_km
 from tests.tools.conftest import error_of
 
 

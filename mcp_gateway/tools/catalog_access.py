@@ -1,0 +1,62 @@
+"""How the catalog-served tools reach the catalog: the warm index (built on first use), a thread
+pool of its own for the synchronous reads, and the `source` of a catalog-served answer. The
+output types live with each family's reads in catalog/."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.db import connections
+
+from catalog.index import CatalogIndex, get_index
+from catalog.services import due_catalogs, ensure_catalogs
+from eco_core.config import EcoConfig
+from mcp_gateway import ports
+from mcp_gateway.models import Source
+
+NEEDED = ("products", "sites")
+T = TypeVar("T")
+
+# Catalog reads (the in-memory index, and its once-a-second version check in the database) run
+# on their own few threads. asgiref's default (thread_sensitive=True) runs every sync call of
+# the process on ONE shared thread, so catalog-served calls queued there behind everyone else's
+# sync work; a bounded pool of their own keeps them moving and caps their DB connections.
+CATALOG_READ_THREADS = 4
+_catalog_pool = ThreadPoolExecutor(max_workers=CATALOG_READ_THREADS, thread_name_prefix="eco-catalog-read")
+
+
+def _closing_connections(fn: Callable[..., T]) -> Callable[..., T]:
+    def run(*args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            # A pool thread's connection would otherwise live as long as the thread (and keep a
+            # test database from being dropped); the index touches the database at most once a
+            # second, so reconnecting then costs little.
+            connections.close_all()
+
+    return run
+
+
+async def catalog_read(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` (sync: index, search, ORM) on the catalog-read pool."""
+    return await sync_to_async(_closing_connections(fn), thread_sensitive=False, executor=_catalog_pool)(
+        *args, **kwargs)
+
+
+def catalog_source(cfg: EcoConfig, endpoints: list[str]) -> Source:
+    return Source(origin="catalog", endpoints=endpoints, api_base_url=cfg.eco.base_url)
+
+
+async def catalog_index(cfg: EcoConfig) -> CatalogIndex:
+    """The warm catalog index; builds missing catalogs first (their requests count in this
+    call's accounting), so a cold stdio server still answers its first search.
+
+    The common case (warm, nothing due, not even a refresh-ahead) is decided on the catalog-read
+    pool; only when something is due does ensure_catalogs build or schedule it."""
+    if await catalog_read(due_catalogs, cfg, ahead=cfg.cache.refresh_ahead):
+        await ensure_catalogs(cfg, client=ports.upstream_client(), need=NEEDED)
+    return await catalog_read(get_index)
