@@ -10,8 +10,11 @@ every call is served from memory. A refresh in this process calls `mark_dirty()`
 searches see the new catalog at once.
 
 Must be called from synchronous code (the ORM): async callers go through
-`asgiref.sync.sync_to_async` or a thread. The index itself is immutable once built, so a
-reader holding one is never disturbed by a rebuild.
+`asgiref.sync.sync_to_async` or a thread. The catalog data of a built index (products, sites,
+releases, their postings) is never changed: a new catalog version builds a new index object, so
+a reader holding the old one is never disturbed by a rebuild. Two things do change in place: a
+check that finds the same versions replaces `info` (refresh times, sources, row counts) with the
+newer state, so ages stay current without a rebuild, and the memo of query-word matches grows.
 """
 
 from __future__ import annotations
@@ -390,7 +393,7 @@ def get_index(*, clock=time.monotonic) -> CatalogIndex:
         if _index is None or versions != _index.versions:
             _index = build_index(versions, info)
         else:
-            _index.info = info
+            _index.info = info  # same catalogs, newer state: see the module docstring
         return _index
 
 

@@ -17,7 +17,11 @@ One lookup, `get_or_fetch(key, ttl, fetch)`:
 catalog refresh): it never answers from the cache, fresh or stale, so an upstream failure
 reaches it; the answer it gets is still stored for everyone else.
 
-Entries outlive their TTL by `stale_if_error_s` for that last reason. Values are whatever
+Entries outlive their TTL by `stale_if_error_s` for that last reason.
+
+Counting entries uses only public cache APIs: on Redis a sorted set indexes our keys (above); on
+LocMem a registry of the keys written to each named store (shared by every client of the process
+that uses that store) is checked with `has_key`, which also drops keys LocMem culled or expired. Values are whatever
 `fetch()` returns (the client stores validated raw bodies) and must be picklable.
 """
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +45,11 @@ from eco_core.errors import EcoError
 log = logging.getLogger("eco.upstream.cache")
 
 LOCMEM_NAME = "eco-upstream-client"
+
+# LocMem store name -> keys written to it, and backend object -> its store name (see the module
+# docstring): LocMemCache instances with the same name share one store, so they share a registry.
+_locmem_keys: dict[str, set[str]] = {}
+_store_names: weakref.WeakKeyDictionary[BaseCache, str] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -61,15 +71,21 @@ def build_backend(max_entries: int) -> BaseCache:
     options = dict(conf.get("OPTIONS") or {})
     options.pop("MAX_ENTRIES", None)
     params["OPTIONS"] = options
-    location = LOCMEM_NAME if "locmem" in conf["BACKEND"].lower() else conf.get("LOCATION", "")
-    return backend_cls(location, params)
+    is_locmem = "locmem" in conf["BACKEND"].lower()
+    location = LOCMEM_NAME if is_locmem else conf.get("LOCATION", "")
+    backend: BaseCache = backend_cls(location, params)
+    if is_locmem:
+        _store_names[backend] = location
+    return backend
 
 
 def locmem_backend(max_entries: int, name: str = LOCMEM_NAME) -> BaseCache:
     """An in-process backend whatever Django's default is (unit tests, benchmarks)."""
     from django.core.cache.backends.locmem import LocMemCache
 
-    return LocMemCache(name, {"TIMEOUT": None, "max_entries": max_entries, "KEY_PREFIX": "eco:up"})
+    backend = LocMemCache(name, {"TIMEOUT": None, "max_entries": max_entries, "KEY_PREFIX": "eco:up"})
+    _store_names[backend] = name
+    return backend
 
 
 class UpstreamCache:
@@ -91,6 +107,9 @@ class UpstreamCache:
         self.hits = 0
         self.misses = 0
         self._redis_entries: int | None = None
+        store = _store_names.get(self._backend)
+        # A LocMem backend built elsewhere (not by the two functions above) counts its own writes.
+        self._keys: set[str] = _locmem_keys.setdefault(store, set()) if store is not None else set()
 
     @property
     def enabled(self) -> bool:
@@ -184,6 +203,16 @@ class UpstreamCache:
         await self._backend.aset(key, {"v": value, "t": self._clock()}, timeout=keep)
         if self._redis is not None:
             await self._index_and_evict(self._redis, key)
+        elif self.backend_name == "locmem":
+            self._keys.add(key)
+            if len(self._keys) > 2 * self._cfg.max_entries:
+                self._forget_gone_keys()  # LocMem culled some: keep the registry near the cap
+
+    def _forget_gone_keys(self) -> None:
+        # Iterate a snapshot and remove in one call: another thread (admin, /readyz) may count
+        # while the event loop writes.
+        gone = [k for k in list(self._keys) if not self._backend.has_key(k)]
+        self._keys.difference_update(gone)
 
     async def _index_and_evict(self, redis: Any, key: str) -> None:
         # Redis keeps no count of a prefix's keys, so a sorted set indexes ours for max_entries.
@@ -199,13 +228,16 @@ class UpstreamCache:
         """Entries now (LocMem), or as last counted by this process (Redis, shared)."""
         if self._redis is not None:
             return self._redis_entries
-        store = getattr(self._backend, "_cache", None)
-        return len(store) if isinstance(store, dict) else None
+        if self.backend_name != "locmem":
+            return None
+        self._forget_gone_keys()
+        return len(self._keys)
 
     async def clear(self) -> None:
         """Forget our entries. On Redis only indexed keys go: never FLUSHDB a shared server."""
         if self.backend_name == "locmem":
             await self._backend.aclear()
+            self._keys.clear()
         elif self._redis is not None:
             await self._clear_indexed(self._redis)
         self.hits = self.misses = 0

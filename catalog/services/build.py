@@ -2,9 +2,9 @@
 Pure functions: no database, no network.
 
 Fields GraphQL does not offer are derived the way NEON forms them in REST, so a catalog built
-from GraphQL equals one built from REST (tests/catalog/test_queries_and_months.py
-`test_rest_sample_gives_the_same_derived_fields_it_states`, and the refresh tests that build
-from both sources): productCodeLong = NEON.DOM.SITE.<code>, productCodePresentation =
+from GraphQL equals one built from REST (tests/catalog/test_refresh.py
+`test_graphql_and_rest_build_the_same_catalog`; tests/catalog/test_queries_and_months.py
+`test_rest_sample_gives_the_same_derived_fields_it_states`): productCodeLong = NEON.DOM.SITE.<code>, productCodePresentation =
 NEON.<code minus revision>, productCategory = "Level <n> Data Product", team abbreviation = the
 parenthesised part of the team name.
 

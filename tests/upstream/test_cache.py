@@ -213,3 +213,22 @@ async def test_waiters_take_over_when_the_fetching_caller_is_cancelled(client_fa
     assert site.site_code == "ABBY" and calls == 2
     with pytest.raises(asyncio.CancelledError):
         await leader
+
+
+async def test_locmem_entry_count_follows_culls_and_is_shared_by_caches_on_one_store():
+    from eco_core.config import load_config
+    from upstream.cache import UpstreamCache, locmem_backend
+
+    cfg = load_config(env={"ECO_MCP_CACHE__MAX_ENTRIES": "3"}, warn=False).cache
+    store = locmem_backend(3, "entries-count")
+    first = UpstreamCache(cfg, backend=store)
+    second = UpstreamCache(cfg, backend=locmem_backend(3, "entries-count"))
+    await first.put("a", 60, 1)
+    await second.put("b", 60, 2)
+    assert first.entries() == second.entries() == 2
+    for key in "cdefg":
+        await first.put(key, 60, key)
+    present = sum(store.has_key(k) for k in "abcdefg")
+    assert first.entries() == second.entries() == present <= 3
+    await second.clear()
+    assert first.entries() == 0
