@@ -1,0 +1,99 @@
+"""eco_list_files: the data files of a product for some sites and months, with kinds, sizes,
+MD5s and signed URLs (token required)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from catalog.months import MONTH_PATTERN
+from downloads.files import Detail, FilesRecord, Filters, Package, list_files
+from downloads.kinds import Kind
+from mcp_gateway import ports
+from mcp_gateway.context import CallContext
+from mcp_gateway.models import Envelope, NextStep, Source, ToolInput
+from mcp_gateway.registry import ToolSpec
+from mcp_gateway.tools.catalog_access import catalog_index
+
+
+class FileSelectors(ToolInput):
+    """The selectors eco_list_files and eco_download_files share."""
+
+    kind: Kind | None = Field(None, description="Only files of this kind.")
+    table: str | None = Field(None, max_length=200, description="Only this table (case-insensitive).")
+    hor: str | None = Field(None, max_length=3, description="Horizontal index, e.g. 001.")
+    ver: str | None = Field(None, max_length=3, description="Vertical index, e.g. 501.")
+    tmi: str | None = Field(None, max_length=3, description="Averaging minutes, e.g. 030.")
+    name_contains: str | None = Field(None, max_length=200, description="Case-insensitive name substring.")
+
+    def filters(self, filename: str | None = None) -> Filters:
+        return Filters(kind=self.kind, table=self.table, hor=self.hor, ver=self.ver, tmi=self.tmi,
+                       name_contains=self.name_contains, filename=filename)
+
+
+class ListFilesInput(FileSelectors):
+    product: str = Field(max_length=300, description="Product code or name.")
+    site_codes: list[str] = Field(min_length=1, json_schema_extra={"maxItems": 30},
+                                  description="1-30 site codes or names.")
+    start_month: str = Field(pattern=MONTH_PATTERN, description="YYYY-MM.")
+    end_month: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM; default start_month.")
+    package: Package = "basic"
+    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest; default latest per month.")
+    include_provisional: bool = True
+    detail: Detail = Field("files", description="files, site_months (one row each) or summary (totals only).")
+    include_urls: bool = True
+    filename: str | None = Field(None, max_length=300, description="One exact file name (one site and month).")
+    limit: int = Field(50, ge=1, le=200)
+    offset: int = Field(0, ge=0)
+
+
+class ListFilesOutput(FilesRecord, Envelope):
+    pass
+
+
+def _steps(args: ListFilesInput, rec: FilesRecord) -> list[NextStep]:
+    steps: list[NextStep] = []
+    if rec.summary.files:
+        sel = args.model_dump(exclude_defaults=True, exclude={"detail", "include_urls", "limit", "offset"})
+        steps.append(NextStep(tool="eco_download_files", arguments=sel,
+                              why=f"Download these {rec.summary.files} files, MD5-verified (stdio only)."))
+        steps.append(NextStep(tool="eco_get_citation", arguments={"product": rec.product_code},
+                              why="How to cite the data."))
+    if rec.page is not None and rec.page.next_offset is not None:
+        more = args.model_dump(exclude_defaults=True)
+        steps.append(NextStep(tool="eco_list_files", arguments={**more, "offset": rec.page.next_offset},
+                              why="The next page."))
+    return steps
+
+
+async def list_files_tool(args: ListFilesInput, call: CallContext) -> ListFilesOutput:
+    idx = await catalog_index(call.cfg)
+    a = await list_files(
+        idx=idx, client=ports.upstream_client(), cfg=call.cfg, product=args.product, site_codes=args.site_codes,
+        start_month=args.start_month, end_month=args.end_month, package=args.package, release=args.release,
+        include_provisional=args.include_provisional, filters=args.filters(args.filename), detail=args.detail,
+        include_urls=args.include_urls, limit=args.limit, offset=args.offset)
+    source = Source(origin="upstream", api_base_url=call.cfg.eco.base_url)
+    return ListFilesOutput(**dict(a.record), resolved=a.resolved, notes=a.notes,
+                           next_steps=_steps(args, a.record), source=source)
+
+
+TOOLS = [
+    ToolSpec(
+        name="eco_list_files",
+        title="List data files",
+        description=(
+            "Data files of a product for 1-30 sites and a month range (at most 500 site-months), with kind, "
+            "table, HOR/VER/TMI, size, MD5 and a signed URL (no token needed, expires about 7 days; "
+            "urlExpiresAt). Filter by kind, table, hor, ver, tmi, name_contains; filename gives one file's URL. "
+            "detail summary or site_months for sizing. Needs an upstream token."
+        ),
+        surface="data",
+        input_model=ListFilesInput,
+        output_model=ListFilesOutput,
+        handler=list_files_tool,
+        requires_token=True,
+        endpoints=("GET /data/{productCode}/{siteCode}/{yearMonth}",
+                   "GET /data/{productCode}/{siteCode}/{yearMonth}/{filename}", "POST /data/query"),
+        page_lists={"files": "page", "siteMonths": "page"},
+    ),
+]
