@@ -1,0 +1,133 @@
+"""eco_get_location against the simulator: the record field by field, every section, pruning,
+children paging, history, name case rules, request counts and bad inputs; and one workflow
+through the MCP SDK client over HTTP."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tests.tools.conftest import error_of
+
+
+def _node(sim, name: str) -> dict:
+    return sim.state.locations.get(name)
+
+
+def _below(sim, name: str, depth: int) -> list[dict]:
+    locs = sim.state.locations
+    out, level = [], [locs.get(name)]
+    for _ in range(depth):
+        level = [c for n in level for c in locs.children(n)]
+        out += level
+    return out
+
+
+async def test_default_is_the_record_with_properties_from_one_request(run_tool, sim):
+    out = await run_tool("eco_get_location", {"name": "harv"})
+    assert out.requests <= 1
+    body = out.ok
+    node = _node(sim, "HARV")
+    assert body["locationName"] == "HARV" and body["resolved"]["name"] == {"input": "harv", "locationName": "HARV"}
+    for key in ("locationDescription", "locationType", "domainCode", "siteCode", "locationDecimalLatitude",
+                "locationDecimalLongitude", "locationElevation", "locationUtmEasting", "locationUtmNorthing",
+                "locationUtmHemisphere", "locationUtmZone", "alphaOrientation", "zOffset"):
+        assert body[key] == node[key], key
+    assert body["locationProperties"] == {k: v for k, v in node["_props"]}
+    assert body["locationPropertiesRaw"][0] == {"locationPropertyName": f"Value for {node['_props'][0][0]}",
+                                                "locationPropertyValue": node["_props"][0][1]}
+    assert body["propertyCount"] == len(node["_props"])
+    assert body["locationParent"] == node["_parent"] and body["locationParentUrl"].endswith("/locations/D01")
+    assert body["activePeriods"] == [{"activatedDate": None, "deactivatedDate": None}]
+    assert body["hasPolygon"] is False and body["locationPolygon"] is None
+    for absent in ("parentChain", "childrenByType", "children", "childrenPage", "locationHistory",
+                   "hierarchyNodesScanned"):
+        assert body[absent] is None, absent
+    assert body["historyTruncated"] is False
+    assert body["nextSteps"][0]["arguments"] == {"name": "HARV", "include": ["children"]}
+
+
+async def test_hierarchy_gives_the_parent_chain_to_realm_and_children_by_type(run_tool, sim):
+    tower = f"TOWER{sim.state.locations.block('HARV')}"
+    body = (await run_tool("eco_get_location", {"name": tower, "include": ["hierarchy"]})).ok
+    assert [p["locationName"] for p in body["parentChain"]] == ["HARV", "D01", "REALM"]
+    assert body["parentChain"][-1]["locationType"] == "FIELD"
+    below = _below(sim, tower, 3)
+    assert body["childrenByType"] == dict(Counter(n["locationType"] for n in below))
+    assert body["hierarchyNodesScanned"] == len(below)
+    assert body["children"] is None and body["locationProperties"] is None
+
+
+async def test_children_are_paged_pruned_by_type_and_bounded_by_depth(run_tool, sim):
+    tower = f"TOWER{sim.state.locations.block('HARV')}"
+    first = (await run_tool("eco_get_location", {"name": tower, "include": ["children"], "children_limit": 5})).ok
+    below = _below(sim, tower, 3)
+    assert first["childrenPage"]["total"] == len(below) and first["childrenPage"]["nextOffset"] == 5
+    assert len(first["children"]) == 5 and first["children"][0]["depth"] == 1
+    assert first["children"][0]["locationParent"] == tower and first["children"][0]["siteCode"] == "HARV"
+    configs = (await run_tool("eco_get_location", {"name": tower, "include": ["children"], "location_type": "config",
+                                                   "children_limit": 500})).ok
+    expected = sorted(n["locationName"] for n in below if n["locationType"] == "CONFIG")
+    assert sorted(c["locationName"] for c in configs["children"]) == expected
+    assert configs["childrenByType"] == {"CONFIG": len(expected)}
+    one = (await run_tool("eco_get_location", {"name": tower, "include": ["children"],
+                                               "hierarchy_max_depth": 1})).ok
+    assert {c["locationType"] for c in one["children"]} == {"LEVEL"}
+
+
+async def test_all_sections_cost_two_requests_history_and_polygon_included(run_tool, sim):
+    plot = "HARV_001.basePlot.all"
+    out = await run_tool("eco_get_location", {"name": plot, "include": ["all"]})
+    assert out.requests <= 2
+    body = out.ok
+    node = _node(sim, plot)
+    assert body["hasPolygon"] is True and body["locationPolygon"] == node["_polygon"]
+    hist = body["locationHistory"]
+    assert [h["current"] for h in hist] == [True, False]
+    assert hist[0]["latitude"] == node["locationDecimalLatitude"]
+    assert hist[1]["endDate"] == hist[0]["startDate"]
+    assert body["historyTruncated"] is False
+    assert [p["locationName"] for p in body["parentChain"]] == ["HARV", "D01", "REALM"]
+    assert body["locationProperties"]["Plot size"] == 400
+    again = await run_tool("eco_get_location", {"name": plot, "include": ["all"]})
+    assert again.requests == 0
+
+
+async def test_realm_children_of_type_site_come_from_the_catalog(run_tool, sim):
+    out = await run_tool("eco_get_location", {"name": "REALM", "include": ["children"], "location_type": "SITE",
+                                              "children_limit": 500})
+    body = out.ok
+    assert out.requests <= 1  # the REALM record itself; the children are catalog rows
+    assert sorted(c["locationName"] for c in body["children"]) == sorted(sim.world.sites)
+    assert body["childrenByType"] == {"SITE": len(sim.world.sites)}
+
+
+async def test_a_domain_with_a_type_is_one_pruned_request(run_tool, sim):
+    body = (await run_tool("eco_get_location", {"name": "d01", "include": ["children"],
+                                                "location_type": "tower"})).ok
+    sites = [c for c, s in sim.world.sites.items() if s["domainCode"] == "D01" and not s["_aquatic"]]
+    towers = {f"TOWER{sim.state.locations.block(c)}" for c in sites}
+    assert {c["locationName"] for c in body["children"] if c["locationType"] == "TOWER"} == towers
+
+
+@pytest.mark.parametrize(("arguments", "field"), [
+    ({"name": "REALM", "include": ["children"]}, "location_type"),
+    ({"name": "D01", "include": ["hierarchy"]}, "location_type"),
+    ({"name": "HARV", "include": ["everything"]}, "include"),
+    ({"name": "HARV", "children_limit": 501}, "children_limit"),
+    ({"name": "HARV", "hierarchy_max_depth": 0}, "hierarchy_max_depth"),
+    ({"name": ""}, "name"),
+])
+async def test_bad_inputs_are_invalid_argument_naming_the_field(run_tool, arguments, field):
+    out = await run_tool("eco_get_location", arguments)
+    error_of(out, "invalid_argument", field)
+
+
+async def test_names_are_case_sensitive_except_site_and_domain_codes(run_tool, sim):
+    tower = f"TOWER{sim.state.locations.block('HARV')}"
+    err = error_of(await run_tool("eco_get_location", {"name": tower.lower()}), "not_found", "name")
+    assert tower in err["hint"]
+    unknown = error_of(await run_tool("eco_get_location", {"name": "HARVV"}), "not_found", "name")
+    assert any(s.startswith("HARV ") for s in unknown["details"]["didYouMean"])
+    assert (await run_tool("eco_get_location", {"name": "d01"})).ok["locationName"] == "D01"
