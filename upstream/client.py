@@ -232,11 +232,12 @@ class UpstreamClient:
                               m.DataEnvelope[m.SupportedClasses], ttl="samples_classes")
         return env.data
 
-    async def sample_classes(self, sample_tag: str) -> m.SampleClasses:
-        """Classes of one tag; NEON answers 404 for a tag with none, which is an empty list."""
+    async def sample_classes(self, sample_tag: str, *, fresh: bool = False) -> m.SampleClasses:
+        """Classes of one tag; NEON answers 404 for a tag with none, which is an empty list.
+        `fresh=True` asks the upstream even when cached (re-validating a caller's chosen class)."""
         try:
             env = await self._get("/samples/classes", "/samples/classes", m.DataEnvelope[m.SampleClasses],
-                                  ttl="samples_classes", params={"sampleTag": sample_tag})
+                                  ttl="samples_classes", params={"sampleTag": sample_tag}, fresh=fresh)
         except EcoError as exc:
             if exc.code == "not_found" and exc.details.get("upstreamStatus") == 404:
                 return m.SampleClasses(sample_classes=[])

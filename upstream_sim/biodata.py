@@ -112,8 +112,8 @@ class Taxonomy:
                 key = "gbif:division" if rank == "division" else f"dwc:{rank}"
                 rows = [x for x in rows if (x.get(key) or "").lower() == want.lower()]
         sci = params.get("scientificname")
-        if sci:
-            rows = [x for x in rows if x["dwc:scientificName"].lower().startswith(sci.lower())]
+        if sci:  # NEON matches the whole name (case-insensitively), never a prefix
+            rows = [x for x in rows if x["dwc:scientificName"].lower() == sci.lower()]
         return rows, len(rows)
 
 
