@@ -28,7 +28,7 @@ from mcp_gateway import resources as resource_specs
 from mcp_gateway.calls import execute
 from mcp_gateway.context import CallContext
 from mcp_gateway.registry import Registry, default_registry
-from mcp_gateway.tokens import choose_token
+from mcp_gateway.tokens import TokenChoice, choose_token
 
 log = logging.getLogger("eco.gateway")
 
@@ -70,8 +70,7 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
                 message=f"Unknown tool: {params.name}",
                 data={"code": "unknown_tool", "name": params.name, "didYouMean": near},
             )
-        headers = ctx.request.headers if http and ctx.request is not None else None
-        choice = choose_token(cfg, headers)
+        choice = _token_choice(ctx)
         caps = ctx.session.client_capabilities
         call = CallContext(
             cfg=cfg,
@@ -91,26 +90,42 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
             extra_meta={SERVER_INFO_META_KEY: server.server_info_stamp},
         )
 
+    def _token_choice(ctx: ServerRequestContext[Any]) -> TokenChoice:
+        return choose_token(cfg, ctx.request.headers if http and ctx.request is not None else None)
+
+    def _read_scope(ctx: ServerRequestContext[Any]) -> resource_specs.ReadScope:
+        """A template runs its tool as a tools/call would, with the caller's token choice."""
+        choice = _token_choice(ctx)
+
+        def new_call() -> CallContext:
+            return CallContext(cfg=cfg, transport=transport, protocol_version=ctx.protocol_version,
+                               token_source=choice.source, token_header_ignored=choice.header_ignored)
+
+        return resource_specs.ReadScope(cfg=cfg, registry=registry, transport=transport, new_call=new_call,
+                                        token=choice.token)
+
     async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[r.resource() for r in resource_specs.RESOURCES])
 
     async def list_templates(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=[t.template() for t in resource_specs.TEMPLATES])
+        return types.ListResourceTemplatesResult(
+            resource_templates=[t.template() for t in resource_specs.templates(registry)])
 
     async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         for r in resource_specs.RESOURCES:
             if r.uri == uri:
-                text = await r.read()
+                text = await r.fetch(_read_scope(ctx))
                 return _read_result(uri, r.mime_type, text, r.ttl_ms)
-        for t in resource_specs.TEMPLATES:
+        live_templates = resource_specs.templates(registry)
+        for t in live_templates:
             found = t.match(uri)
             if found is not None:
-                text = await t.read(found)
+                text = await t.read(found, _read_scope(ctx))
                 return _read_result(uri, t.mime_type, text, t.ttl_ms)
-        known = [r.uri for r in resource_specs.RESOURCES] + [t.uri_template for t in resource_specs.TEMPLATES]
+        known = [r.uri for r in resource_specs.RESOURCES] + [t.uri_template for t in live_templates]
         raise resource_specs.unknown_uri(uri, known)
 
     async def list_prompts(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
@@ -119,7 +134,8 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
         for p in prompt_specs.PROMPTS:
             if p.name == params.name:
-                return types.GetPromptResult(description=p.description, messages=p.render(dict(params.arguments or {})))
+                return types.GetPromptResult(
+                    description=p.description, messages=p.messages(dict(params.arguments or {}), transport, registry))
         known = [p.name for p in prompt_specs.PROMPTS]
         near = [m[0] for m in process.extract(params.name, known, limit=3, score_cutoff=50)] if known else []
         raise MCPError(
@@ -127,6 +143,9 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
             message=f"Unknown prompt: {params.name}",
             data={"code": "not_found", "name": params.name, "didYouMean": near},
         )
+
+    async def complete(ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
+        return await resource_specs.complete(params, cfg, registry)
 
     def tool_input_schema(name: str) -> dict[str, Any] | None:
         spec = registry.get(name)
@@ -155,6 +174,7 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
         on_read_resource=read_resource,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
+        on_completion=complete,
     )
 
     async def discover(ctx: ServerRequestContext[Any], params: types.RequestParams | None) -> types.DiscoverResult:
