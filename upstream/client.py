@@ -338,7 +338,7 @@ class UpstreamClient:
         """The document's bytes (not cached: up to 25 MiB). Larger than `max_bytes`:
         result_too_large, decided from content-length or while streaming."""
         call = Call("GET", self._url(f"/documents/{_seg(spec_number)}"), "/documents/{specNumber}", kind="download",
-                    headers={"Accept": "*/*"})
+                    headers={"Accept": "*/*"}, host_allowed=self._upstream_host_only)
         token = self.http.token_for(call)
         resp = await self.http.request(call, token=token, stream=True)
         try:
@@ -356,6 +356,14 @@ class UpstreamClient:
         finally:
             await resp.aclose()
         return m.Document(**head.model_dump(), content=b"".join(chunks))
+
+    def _upstream_host_only(self, host: str) -> bool:
+        """A document is read from the upstream itself: a redirect elsewhere is refused, or a
+        caller could have the service fetch (and show) whatever another host serves."""
+        if host.lower() in {(httpx.URL(u).host or "").lower() for u in (self.cfg.eco.base_url, self.cfg.eco.graphql_url)}:
+            return True
+        raise EcoError("upstream_error", f"/documents/{{specNumber}}: upstream redirected to another host ({host}); "
+                       "not followed", details={"endpoint": "/documents/{specNumber}", "redirectHost": host})
 
     def _count(self, hit: bool, stale: bool) -> None:
         """A cache hit, and whether the answer was stale, into the call's accounting."""

@@ -229,6 +229,11 @@ class Samples:
 
 
 RECORDED_PROTO_UUID = "07dccab1-4990-4d2f-9c5b-bf97e10517e3"
+PROTO_THEMES = [["Ecohydrology", "Biogeochemistry"], ["Organisms, Populations, and Communities"],
+                ["Atmosphere"], ["Ecohydrology"]]
+PROTO_TEAMS = [["Aquatic Observational Systems (AOS)"], ["Terrestrial Observation System (TOS)"],
+               ["Airborne Observation Platform (AOP)", "Aquatic Observational Systems (AOS)"]]
+PROTO_FILE_TYPES = [["CSV", "PDF", "TXT"], ["CSV"], ["ZIP", "CSV"], ["TXT"]]
 
 
 class Prototypes:
@@ -269,12 +274,18 @@ class Prototypes:
                         "generationDate": "2021-05-12T23:18:08Z"},
                 "relatedVersions": [],
                 "_files": files,
-                "dataThemes": ["Ecohydrology"], "fileTypes": [{"name": "CSV", "description": "CSV"}],
+                # Varied across datasets so every search filter has something to tell apart.
+                "dataThemes": PROTO_THEMES[i % len(PROTO_THEMES)],
+                "fileTypes": [{"name": t, "description": t} for t in PROTO_FILE_TYPES[i % len(PROTO_FILE_TYPES)]],
                 "keywords": ["reaeration", "conductivity", site["siteCode"].lower()],
                 "locations": [{"domain": site["domainCode"], "state": site["stateCode"], "siteCode": site["siteCode"],
                                "siteName": site["siteName"].replace(" NEON", ""),
                                "latitude": site["siteLatitude"], "longitude": site["siteLongitude"]}],
-                "publicationCitations": [], "relatedDataProducts": [],
-                "scienceTeams": ["Aquatic Observational Systems (AOS)"],
+                "publicationCitations": ([{"citation": f"Doe J. (2021) Reaeration at {site['siteCode']}.",
+                                           "doi": "https://doi.org/10.1000/sim." + uid[:8]}] if i == 1 else []),
+                "relatedDataProducts": ([{"dataProductCode": "DP1.20190.001", "dataProductIdq": None,
+                                          "dataProductName": "Reaeration field and lab collection",
+                                          "dataProductDescription": None}] if i == 1 else []),
+                "scienceTeams": PROTO_TEAMS[i % len(PROTO_TEAMS)],
             }
         return out

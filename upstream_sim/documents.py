@@ -15,6 +15,35 @@ from .datafiles import ByteCache
 from .world import World
 
 
+# Documents no product lists, served for the document tool's failure paths (see rest.document).
+DAMAGED = "NEON.DOC.SIM-DAMAGED"  # application/pdf whose body is not a readable PDF
+NOT_PDF = "NEON.DOC.SIM-NOTPDF"  # a plain-text document
+HUGE = "NEON.DOC.SIM-HUGE"  # 30 MiB, Content-Length declared
+HUGE_CHUNKED = "NEON.DOC.SIM-HUGE-CHUNKED"  # 30 MiB, no Content-Length (chunked)
+LYING = "NEON.DOC.SIM-LYING"  # HEAD declares 4 KB; GET streams 30 MiB without a length
+ELSEWHERE = "NEON.DOC.SIM-ELSEWHERE"  # 302 to the storage host (another host)
+HUGE_BYTES = 30 * 1024 * 1024
+CHUNK = 256 * 1024
+
+
+def damaged_pdf() -> bytes:
+    return b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nthis is not an object table\n" + b"\x00\xff" * 512
+
+
+def not_pdf() -> bytes:
+    return b"NEON data use notes\n" + b"This document is plain text, not a PDF.\n" * 40
+
+
+async def huge_stream(total: int = HUGE_BYTES):
+    """Generated as it is sent: a 30 MiB body never sits in the simulator's memory."""
+    block = b"%" + b"0" * (CHUNK - 2) + b"\n"
+    sent = 0
+    while sent < total:
+        piece = block[: total - sent]
+        sent += len(piece)
+        yield piece
+
+
 class Documents:
     def __init__(self, world: World, cache: ByteCache):
         self.world = world

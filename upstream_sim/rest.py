@@ -9,9 +9,10 @@ from typing import cast
 from urllib.parse import urlencode
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from . import documents as docs
 from .biodata import brief
 from .locations import render_location
 from .state import SimState
@@ -539,8 +540,34 @@ async def prototype_file(request: Request) -> Response:
     return err(404, "File not found")
 
 
+async def _special_document(request: Request, number: str) -> Response | None:
+    head = request.method == "HEAD"
+    disp = {"content-disposition": f'attachment; filename="{number}.pdf"'}
+    if number == docs.ELSEWHERE:
+        return RedirectResponse(urls_for(request).storage + "/documents/elsewhere.pdf", status_code=302)
+    if number in (docs.DAMAGED, docs.NOT_PDF):
+        body = docs.damaged_pdf() if number == docs.DAMAGED else docs.not_pdf()
+        ctype = "application/pdf" if number == docs.DAMAGED else "text/plain"
+        if number == docs.NOT_PDF:
+            disp = {"content-disposition": f'attachment; filename="{number}.txt"'}
+        if head:
+            return Response(b"", media_type=ctype, headers={**disp, "content-length": str(len(body))})
+        return Response(body, media_type=ctype, headers=disp)
+    if number in (docs.HUGE, docs.HUGE_CHUNKED, docs.LYING):
+        declared = {docs.HUGE: str(docs.HUGE_BYTES), docs.LYING: "4096"}.get(number) if head or number == docs.HUGE \
+            else None
+        headers = {**disp, **({"content-length": declared} if declared else {})}
+        if head:
+            return Response(b"", media_type="application/pdf", headers=headers)
+        return StreamingResponse(docs.huge_stream(), media_type="application/pdf", headers=headers)
+    return None
+
+
 async def document(request: Request) -> Response:
     number = request.path_params["spec"]
+    special = await _special_document(request, number)
+    if special is not None:
+        return special
     body = st(request).documents.pdf(number)
     if body is None:
         return err(404, "Document not found")
