@@ -174,6 +174,13 @@ class Locations:
             node["_props"] = [("Plot type", "distributed" if i % 2 else "tower"), ("Plot size", 400),
                               ("Plot dimensions", "20m x 20m"), ("NLCD class", "deciduousForest"),
                               ("Slope aspect", r.randint(0, 359))]
+            if mod == "bet":
+                # Beetle plots hold their pitfall traps as 'Point' children (recorded HARV hierarchy:
+                # HARV_001.basePlot.bet > HARV_001.basePlot.bet.E, .N). Their own random stream
+                # leaves every other node where it was.
+                traps = w.rng("location-points", name)
+                for side in ("E", "N", "S", "W"):
+                    self._point(s, traps, f"{name}.{side}", f"{name}.{side}", "Point", name, 0.0002)
 
 
 def _loc_url(api: str, name: str) -> str:

@@ -7,8 +7,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from mcp import Client
 
-from tests.tools.conftest import error_of
+from tests.gateway.checks import assert_valid_tool_result
+from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
+from tests.tools.conftest import error_of, sim_config
 
 
 def _node(sim, name: str) -> dict:
@@ -131,3 +134,29 @@ async def test_names_are_case_sensitive_except_site_and_domain_codes(run_tool, s
     unknown = error_of(await run_tool("eco_get_location", {"name": "HARVV"}), "not_found", "name")
     assert any(s.startswith("HARV ") for s in unknown["details"]["didYouMean"])
     assert (await run_tool("eco_get_location", {"name": "d01"})).ok["locationName"] == "D01"
+
+
+async def test_towers_of_harv_then_one_with_its_hierarchy_then_its_children_by_type_over_http(
+        http_server, sim_cfg, sim, active_config):  # noqa: F811
+    cfg = sim_config(sim, server__transport="http")
+    active_config(cfg)
+    tower = f"TOWER{sim.state.locations.block('HARV')}"
+    with http_server(cfg) as srv:
+        async with Client(srv.url, mode="2026-07-28") as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            found = assert_valid_tool_result(tools["eco_find_locations"], await client.call_tool(
+                "eco_find_locations", {"root": "HARV", "location_type": "tower"}))
+            assert [i["locationName"] for i in found["items"]] == [tower]
+            assert found["items"][0]["latitude"] is not None
+            step = next(s["arguments"] for s in found["nextSteps"] if s["tool"] == "eco_get_location")
+            assert step == {"name": tower, "include": ["hierarchy", "children"]}
+            got = await client.call_tool("eco_get_location", {"name": tower, "include": ["hierarchy"]})
+            record = assert_valid_tool_result(tools["eco_get_location"], got)
+            assert [p["locationName"] for p in record["parentChain"]] == ["HARV", "D01", "REALM"]
+            assert got.meta["io.eco-mcp/upstream"]["requests"] <= 2
+            by_type = record["childrenByType"]
+            assert set(by_type) == {"LEVEL", "BOOM", "CONFIG"}
+            booms = assert_valid_tool_result(tools["eco_get_location"], await client.call_tool(
+                "eco_get_location", {"name": tower, "include": ["children"], "location_type": "BOOM"}))
+            assert len(booms["children"]) == by_type["BOOM"] == booms["childrenPage"]["total"]
+            assert {c["locationType"] for c in booms["children"]} == {"BOOM"}
