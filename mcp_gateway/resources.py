@@ -65,6 +65,7 @@ class ResourceSpec:
     read: Callable[[ReadScope], Awaitable[str]]
     mime_type: str = "text/markdown"
     ttl_ms: int = STATIC_TTL_MS
+    tool: str | None = None  # the tool the resource describes; listed only while it is registered
 
     def resource(self) -> types.Resource:
         return types.Resource(uri=self.uri, name=self.name, description=self.description, mime_type=self.mime_type)
@@ -289,6 +290,43 @@ async def releases_reference(scope: ReadScope) -> str:
                           "and may change."})
 
 
+async def graphql_schema(scope: ReadScope) -> str:
+    """Root fields, inputs and object fields reachable from what eco_graphql allows, from the very
+    schema it validates queries against."""
+    from graphql import GraphQLInputObjectType, GraphQLObjectType, get_named_type
+
+    from catalog.graphql_window import window_schema
+
+    ws = window_schema()
+    query_type = ws.schema.query_type
+    assert query_type is not None
+    roots, objects, inputs = [], {}, {}
+    todo: list[Any] = []
+
+    def args_of(fdef: Any) -> list[dict[str, Any]]:
+        out = []
+        for aname, arg in fdef.args.items():
+            out.append({"name": aname, "type": str(arg.type)})
+            todo.append(get_named_type(arg.type))
+        return out
+
+    for name in ws.root_fields:
+        fdef = query_type.fields[name]
+        roots.append({"name": name, "args": args_of(fdef), "type": str(fdef.type), "description": fdef.description})
+        todo.append(get_named_type(fdef.type))
+    while todo:
+        t = todo.pop()
+        if isinstance(t, GraphQLObjectType) and t.name not in objects:
+            objects[t.name] = [{"name": n, "type": str(f.type), **({"args": args_of(f)} if f.args else {})}
+                               for n, f in t.fields.items()]
+            todo.extend(get_named_type(f.type) for f in t.fields.values())
+        elif isinstance(t, GraphQLInputObjectType) and t.name not in inputs:
+            inputs[t.name] = [{"name": n, "type": str(f.type)} for n, f in t.fields.items()]
+            todo.extend(get_named_type(f.type) for f in t.fields.values())
+    return _dump({"rootFields": roots, "inputs": dict(sorted(inputs.items())), "objects": dict(sorted(objects.items())),
+                  "introspection": "one __type or __schema per query"})
+
+
 RESOURCES: list[ResourceSpec] = [
     ResourceSpec("eco://guide/agent-workflow", "Agent workflow",
                  "Read first: the call recipe (search, availability, files, download, cite), input rules, "
@@ -303,6 +341,9 @@ RESOURCES: list[ResourceSpec] = [
     ResourceSpec("eco://reference/vocabularies", "Vocabularies",
                  "Valid filter values: themes, teams, domains, taxon types, location types, releases, file kinds.",
                  vocabularies, mime_type=JSON),
+    ResourceSpec("eco://reference/graphql-schema", "GraphQL schema",
+                 "Root fields, inputs and object fields eco_graphql allows.", graphql_schema, mime_type=JSON,
+                 tool="eco_graphql"),
     ResourceSpec("eco://reference/sites", "Field sites",
                  "Every field site: code, name, type, domain, state, coordinates.", sites_reference,
                  mime_type=JSON, ttl_ms=DERIVED_TTL_MS),
@@ -319,6 +360,11 @@ TEMPLATES: list[TemplateSpec] = [
     TemplateSpec("eco://releases/{release}", "Release",
                  "One release, exactly as eco_get_release returns it.", "eco_get_release", "release"),
 ]
+
+
+def listed(registry: Registry) -> list[ResourceSpec]:
+    """The resources this server offers: one about a tool only while that tool is registered."""
+    return [r for r in RESOURCES if r.tool is None or registry.get(r.tool) is not None]
 
 
 def templates(registry: Registry) -> list[TemplateSpec]:

@@ -105,7 +105,7 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
                                         token=choice.token)
 
     async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[r.resource() for r in resource_specs.RESOURCES])
+        return types.ListResourcesResult(resources=[r.resource() for r in resource_specs.listed(registry)])
 
     async def list_templates(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -115,7 +115,8 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
 
     async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
-        for r in resource_specs.RESOURCES:
+        live_resources = resource_specs.listed(registry)
+        for r in live_resources:
             if r.uri == uri:
                 text = await r.fetch(_read_scope(ctx))
                 return _read_result(uri, r.mime_type, text, r.ttl_ms)
@@ -125,7 +126,7 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
             if found is not None:
                 text = await t.read(found, _read_scope(ctx))
                 return _read_result(uri, t.mime_type, text, t.ttl_ms)
-        known = [r.uri for r in resource_specs.RESOURCES] + [t.uri_template for t in live_templates]
+        known = [r.uri for r in live_resources] + [t.uri_template for t in live_templates]
         raise resource_specs.unknown_uri(uri, known)
 
     async def list_prompts(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:

@@ -57,7 +57,8 @@ async def test_every_listed_resource_reads_with_its_mime_type_and_ttl_over_http(
             listed = await client.list_resources()
             assert listed.ttl_ms == HOUR_MS and listed.cache_scope == "public"
             by_uri = {str(r.uri): r for r in listed.resources}
-            assert set(by_uri) == {r.uri for r in resources.RESOURCES}
+            assert set(by_uri) == {r.uri for r in resources.listed(default_registry())}
+            assert ("eco://reference/graphql-schema" in by_uri) == (default_registry().get("eco_graphql") is not None)
             assert {f"eco://guide/{g}" for g in GUIDES} | {"eco://reference/vocabularies", "eco://reference/sites",
                                                           "eco://reference/releases"} <= set(by_uri)
             for uri, listing in by_uri.items():
@@ -179,6 +180,23 @@ async def test_an_unknown_uri_or_code_is_invalid_params_not_found_with_suggestio
     assert isinstance(err.data["didYouMean"], list)
     if suggestion is not None:
         assert suggestion in err.data["didYouMean"], err.data
+
+
+async def test_the_graphql_schema_reference_lists_exactly_the_root_fields_eco_graphql_allows(http_server, http_cfg):
+    if default_registry().get("eco_graphql") is None:
+        pytest.skip("eco_graphql is not registered, so its schema reference is not listed")
+    from catalog.graphql_window import window_schema
+
+    with http_server(http_cfg) as srv:
+        async with Client(srv.url, mode="2026-07-28") as client:
+            ref = json.loads(_text(await client.read_resource("eco://reference/graphql-schema")))
+    ws = window_schema()
+    assert [f["name"] for f in ref["rootFields"]] == list(ws.root_fields)
+    product = next(f for f in ref["rootFields"] if f["name"] == "product")
+    assert {"name": "productCode", "type": "String!"} in product["args"]
+    assert "productCode" in [
+        f["name"] for f in ref["objects"]["DataProduct"]]
+    assert "productScienceTeamAbbr" not in [f["name"] for f in ref["objects"]["DataProduct"]]
 
 
 def test_the_release_template_is_listed_only_while_eco_get_release_is_registered():
