@@ -41,12 +41,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 TAG = "SHARED.TAG.2019"
-CASES = [
+CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("list_sample_classes all", "eco_list_sample_classes", {}),
     ("list_sample_classes tag", "eco_list_sample_classes", {"sample_tag": TAG}),
     ("get_sample barcode", "eco_get_sample", {"barcode": "A00000123456"}),

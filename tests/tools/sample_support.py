@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
+import mcp_types as types
 import pytest
 
 from eco_core import config as eco_config
@@ -44,7 +45,7 @@ async def call(cfg: eco_config.EcoConfig, name: str, arguments: dict[str, Any] |
                       token_source="config" if token else "none", client_elicitation=elicitation,
                       request_state=request_state, input_responses=input_responses)
     result = await execute(spec, arguments or {}, ctx, token=token)
-    if getattr(result, "is_error", True) is False:
+    if isinstance(result, types.CallToolResult) and not result.is_error:
         jsonschema.Draft202012Validator(spec.tool.output_schema).validate(result.structured_content)
     return result
 
