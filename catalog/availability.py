@@ -40,13 +40,12 @@ Mode = Literal["product", "site", "cell"]
 
 
 class Window(WireModel):
-    start_month: str | None = Field(None, description="First month kept (YYYY-MM), or open.")
-    end_month: str | None = Field(None, description="Last month kept (YYYY-MM), or open.")
+    start_month: str | None = Field(None, description="YYYY-MM; null: open.")
+    end_month: str | None = Field(None, description="YYYY-MM; null: open.")
 
 
 class AvailabilityRow(WireModel):
-    """One product at one site. `byRelease` holds month ranges, months or counts depending on the
-    format; PROVISIONAL is its own key."""
+    # One product at one site (a comment: a docstring would be repeated in each tool schema using it).
 
     product_code: str
     product_name: str | None = None
@@ -56,9 +55,10 @@ class AvailabilityRow(WireModel):
     provisional_month_count: int
     first_month: str | None
     last_month: str | None
-    ranges: list[str] | None = Field(None, description="ISO 8601 month intervals YYYY-MM/YYYY-MM (ranges format).")
+    ranges: list[str] | None = Field(None, description="YYYY-MM/YYYY-MM intervals (ranges format).")
     months: list[str] | None = Field(None, description="Every month (months format).")
-    by_release: dict[str, list[str] | int] = Field(default_factory=dict)
+    by_release: dict[str, list[str] | int] = Field(
+        default_factory=dict, description="Ranges, months or counts (per format) per release; PROVISIONAL too.")
 
 
 class AvailabilityTotals(WireModel):

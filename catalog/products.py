@@ -140,11 +140,11 @@ class ProductRecord(WireModel):
     product_remarks: str | None
     product_basic_description: str | None
     product_expanded_description: str | None
-    text_truncated: list[str] = Field(description="Text fields clipped to text_budget.")
+    text_truncated: list[str] = Field(description="Fields clipped to text_budget.")
     specs: list[SpecInfo] | None
     change_logs: list[ChangeLog] | None = Field(description="Newest first.")
     change_logs_page: Page | None
-    availability_rows: list[AvailabilityRow] | None = Field(description="One row per site, ranges per release.")
+    availability_rows: list[AvailabilityRow] | None = Field(description="A row per site.")
     availability_page: Page | None
     biorepository_collections: list[BiorepositoryCollection] | None
 

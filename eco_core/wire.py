@@ -26,8 +26,9 @@ class WireModel(BaseModel):
 
 
 class Page(WireModel):
-    """Paging of one list in a result. `truncated` is set when the byte budget dropped items from
-    the end of the list; `nextOffset` then continues right after the last item kept."""
+    # Paging of one list in a result. `truncated` is set when the byte budget dropped items from
+    # the end of the list; `nextOffset` then continues right after the last item kept. (A comment,
+    # not a docstring: the docstring would be repeated in every tool's schema.)
 
     offset: int = Field(0, ge=0)
     limit: int = Field(0, ge=0)

@@ -1,8 +1,18 @@
 """Tool arguments → the tool's input model, with the spec's error for every bad input:
-`invalid_argument` naming the field (and listing the valid ones for an unknown field)."""
+`invalid_argument` naming the field (and listing the valid ones for an unknown field).
+
+Two rules hold for every tool, whoever declares it:
+- The upstream's camelCase spellings are accepted (spec, What the service does §6): a tool's own
+  names in camelCase, and the upstream's names for the same thing (`productCode` for `product`,
+  `startDateMonth` for `start_month`, ...) wherever the tool has a field meaning that. Two
+  spellings of one input in one call are refused.
+- The inputSchema's JSON types are the contract: arguments are validated as JSON in strict mode, so
+  `true` is not 1, `"5"` is not 5 and `"yes"` is not a boolean (a string still reads as a date or
+  an enum member, as JSON has no other way to say those)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,16 +23,49 @@ from eco_core.errors import EcoError
 from mcp_gateway.models import ToolInput
 from mcp_gateway.registry import ToolSpec
 
+# The upstream's spelling → the tool fields that can mean the same thing, in order of preference;
+# a spelling applies to a tool only when the tool has one of these fields.
+UPSTREAM_SPELLINGS: dict[str, tuple[str, ...]] = {
+    "productCode": ("product_code", "product"),
+    "productCodes": ("product_codes", "products"),
+    "siteCode": ("site_code", "site"),
+    "siteCodes": ("site_codes", "sites"),
+    "startDateMonth": ("start_month",),
+    "endDateMonth": ("end_month",),
+    "domainCode": ("domain_code", "domain"),
+    "stateCode": ("state_code", "state"),
+    "siteType": ("site_type",),
+    "releaseTag": ("release",),
+    "locationName": ("location_name", "location"),
+    "sampleTag": ("sample_tag",),
+    "sampleClass": ("sample_class",),
+    "taxonTypeCode": ("taxon_type_code", "taxon_type"),
+    "packageType": ("package",),
+    "prototypeUuid": ("uuid", "prototype_uuid"),
+}
+
+
+def accepted_names(spec: ToolSpec) -> dict[str, str]:
+    """Every spelling the tool accepts → its field name."""
+    names = dict(spec.argument_names)
+    fields = spec.input_model.model_fields
+    for spelling, candidates in UPSTREAM_SPELLINGS.items():
+        if spelling in names:
+            continue
+        target = next((c for c in candidates if c in fields), None)
+        if target is not None:
+            names[spelling] = target
+    return names
+
 
 def _valid_list(spec: ToolSpec) -> list[str]:
     return list(spec.input_model.model_fields)
 
 
-def _describe(err: Mapping[str, Any], spec: ToolSpec) -> tuple[str, str]:
+def _describe(err: Mapping[str, Any], names: Mapping[str, str]) -> tuple[str, str]:
     loc = [str(p) for p in err.get("loc", ())]
     field = loc[0] if loc else "arguments"
-    # Report the snake_case name whichever spelling was sent.
-    field = spec.argument_names.get(field, field)
+    field = names.get(field, field)
     path = ".".join([field, *loc[1:]])
     return path, err.get("msg", "invalid value")
 
@@ -30,9 +73,11 @@ def _describe(err: Mapping[str, Any], spec: ToolSpec) -> tuple[str, str]:
 def parse_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> ToolInput:
     args = dict(arguments or {})
     valid = _valid_list(spec)
+    names = accepted_names(spec)
+    by_field: dict[str, Any] = {}
     seen: dict[str, str] = {}
-    for key in args:
-        field = spec.argument_names.get(key)
+    for key, value in args.items():
+        field = names.get(key)
         if field is None:
             near = [m[0] for m in process.extract(key, valid, limit=3, score_cutoff=60)]
             raise EcoError(
@@ -47,10 +92,16 @@ def parse_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> Tool
                 details={"field": field},
             )
         seen[field] = key
+        by_field[field] = value
     try:
-        return spec.input_model.model_validate(args)
+        # Arguments arrive as JSON; validating them as JSON in strict mode keeps the schema's types.
+        text = json.dumps(by_field, allow_nan=False)
+    except (TypeError, ValueError):
+        raise EcoError("invalid_argument", "arguments are not plain JSON values", details={"field": "arguments"}) from None
+    try:
+        return spec.input_model.model_validate_json(text, strict=True)
     except ValidationError as exc:
-        problems = [_describe(e, spec) for e in exc.errors(include_url=False, include_input=False)]
+        problems = [_describe(e, names) for e in exc.errors(include_url=False, include_input=False)]
         first_field, first_msg = problems[0]
         raise EcoError(
             "invalid_argument",

@@ -1,7 +1,9 @@
 """Base models every tool declares its inputs and outputs with (the envelope around every answer).
 
-Inputs are snake_case with the upstream's camelCase spellings accepted as aliases; outputs are
-camelCase on the wire. Both carry JSON Schema 2020-12 declarations when rendered for tools/list.
+Inputs are snake_case with the upstream's camelCase spellings accepted as aliases (and validated
+strictly: the schema's JSON types are the contract, see mcp_gateway.arguments); outputs are camelCase
+on the wire. Both carry JSON Schema 2020-12 declarations when rendered for tools/list, compacted
+because every agent loads the whole list into its context (limits.tools_list_max_bytes).
 """
 
 from __future__ import annotations
@@ -31,65 +33,85 @@ class ToolInput(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
         frozen=True,
+        strict=True,
     )
 
 
 class NextStep(WireModel):
-    tool: str = Field(description="Tool to call next.")
-    arguments: dict[str, Any] = Field(default_factory=dict, description="Suggested arguments.")
-    why: str = Field("", description="What the call would give.")
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    why: str = ""
 
 
 class Source(WireModel):
-    """Where the answer came from: the agent can judge freshness and cost."""
-
-    origin: Literal["local", "catalog", "upstream", "cache", "mixed"] = Field(
-        "local", description="local (no upstream), catalog (cached catalog), upstream, cache, or mixed."
-    )
-    endpoints: list[str] = Field(default_factory=list, description="Upstream endpoints behind the answer.")
-    api_base_url: str | None = Field(None, description="Upstream REST base URL, when upstream data is involved.")
-    stale: bool = Field(False, description="True when a stale cached answer was served because upstream failed.")
+    # Where the answer came from, so the agent can judge freshness and cost. The field names say
+    # what they hold; every tool's schema repeats this model, so it carries no descriptions.
+    origin: Literal["local", "catalog", "upstream", "cache", "mixed"] = "local"
+    endpoints: list[str] = Field(default_factory=list)
+    api_base_url: str | None = None
+    stale: bool = Field(False, description="Served from a stale cache (upstream failed).")
 
 
 class Envelope(WireModel):
     """The common envelope of every successful result; tool outputs subclass it."""
 
-    resolved: dict[str, Any] = Field(default_factory=dict, description="How names in the input were resolved.")
-    notes: list[str] = Field(default_factory=list, description="Caveats the agent should know about.")
-    next_steps: list[NextStep] = Field(default_factory=list, description="Useful follow-up calls.")
+    resolved: dict[str, Any] = Field(default_factory=dict, description="How input names were resolved.")
+    notes: list[str] = Field(default_factory=list)
+    next_steps: list[NextStep] = Field(default_factory=list)
     source: Source = Field(default_factory=Source)
 
 
 _MAPS = ("properties", "$defs", "patternProperties")
 _DATA = ("default", "examples", "const", "enum")
+# Keywords that constrain what a caller may send; on an output they only restate what the server does.
+_INPUT_ONLY = ("default", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems")
 
 
-def _drop_titles(node: Any) -> Any:
-    """Pydantic's generated titles repeat the field names; tools/list has a byte budget."""
+def _compact(node: Any, *, output: bool) -> Any:
+    """The same schema in fewer bytes: no generated titles (they repeat the field names), a
+    nullable `anyOf [X, null]` of plain types as one `type` list, no `additionalProperties: true`
+    (the default); in output schemas no defaults (every output field is always sent), no bounds
+    and no closed objects (they constrain senders; the server is the only sender of an output)."""
     if isinstance(node, list):
-        return [_drop_titles(n) for n in node]
+        return [_compact(n, output=output) for n in node]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key == "title":
+        if key == "title" or (key == "additionalProperties" and (value is True or output)) or (
+                output and key in _INPUT_ONLY):
             continue
+        if key == "default" and value is None:
+            continue  # an optional input with no default is null when absent: saying so costs bytes
         if key in _DATA:
             out[key] = value
         elif key in _MAPS and isinstance(value, dict):
-            out[key] = {name: _drop_titles(sub) for name, sub in value.items()}
+            out[key] = {name: _compact(sub, output=output) for name, sub in value.items()}
         else:
-            out[key] = _drop_titles(value)
-    return out
+            out[key] = _compact(value, output=output)
+    return _merge_nullable(out)
+
+
+def _merge_nullable(node: dict[str, Any]) -> dict[str, Any]:
+    branches = node.get("anyOf")
+    if not isinstance(branches, list) or len(branches) != 2 or {"type": "null"} not in branches:
+        return node
+    other = next(b for b in branches if b != {"type": "null"})
+    # Only a bare-typed branch merges without changing meaning ({"type": "string", "pattern": ...}
+    # would let the pattern apply to null too, which is still right, but enums would not be).
+    if not isinstance(other.get("type"), str) or "enum" in other or "const" in other:
+        return node
+    merged = {k: v for k, v in node.items() if k != "anyOf"}
+    return {**other, **merged, "type": [other["type"], "null"]}
 
 
 def input_schema(model: type[ToolInput]) -> dict[str, Any]:
-    schema = _drop_titles(model.model_json_schema(by_alias=False, mode="validation"))
+    schema = _compact(model.model_json_schema(by_alias=False, mode="validation"), output=False)
     # camelCase spellings are accepted too, so the schema must not forbid other property names.
     schema.pop("additionalProperties", None)
     return {"$schema": JSON_SCHEMA_2020_12, **schema}
 
 
 def output_schema(model: type[Envelope]) -> dict[str, Any]:
-    schema = _drop_titles(model.model_json_schema(by_alias=True, mode="serialization"))
+    schema = _compact(model.model_json_schema(by_alias=True, mode="serialization"), output=True)
     return {"$schema": JSON_SCHEMA_2020_12, **schema}

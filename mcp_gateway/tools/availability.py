@@ -23,12 +23,12 @@ class AvailabilityInput(ToolInput):
     domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="Product mode: only sites in D01-D20.")
     product_codes: list[str] | None = Field(None, min_length=1, max_length=200,
                                             description="Site mode: only these products (codes or names).")
-    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest: months as published there.")
+    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
     provisional: Provisional = Field("include", description="Provisional months: include, exclude or only.")
     start_month: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM, window start.")
     end_month: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM, window end.")
     format: Format | None = Field(
-        None, description="ranges (YYYY-MM/YYYY-MM), months, or counts; default ranges (cell mode: months).")
+        None, description="Default ranges (cell mode: months).")
     limit: int = Field(100, ge=1, le=500)
     offset: int = Field(0, ge=0)
 
@@ -79,11 +79,9 @@ TOOLS = [
         name="eco_get_availability",
         title="Data availability by month",
         description=(
-            "Which months of data exist. product only: one row per site; site only: one row per product; "
-            "both: the one product-site cell. Every row splits its months by release in byRelease, with "
-            "PROVISIONAL as its own key; summary totals site-months per release. Filter with site_codes or "
-            "domain_code (product mode), product_codes (site mode), release, provisional include/exclude/only "
-            "and a start_month/end_month window; format ranges (YYYY-MM/YYYY-MM), months or counts."
+            "Which months of data exist. product only: a row per site; site only: a row per product; both: "
+            "one cell. Rows split months by release in byRelease (PROVISIONAL its own key); summary totals "
+            "site-months per release."
         ),
         surface="discovery",
         input_model=AvailabilityInput,

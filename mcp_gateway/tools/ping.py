@@ -117,9 +117,9 @@ TOOLS = [
         name="eco_ping",
         title="Service status",
         description=(
-            "Report the service's version, protocol, transport, whether an upstream token is available "
-            "(never the token itself) and where it comes from, catalog warmth, cache and rate-limit status. "
-            "With check_api=true, also make one small upstream request to check reachability."
+            "The service's version, protocol, transport, whether an upstream token is available and its "
+            "source (never the token), catalog warmth, cache and rate-limit status; check_api=true also "
+            "checks the upstream."
         ),
         surface="diagnostics",
         input_model=PingInput,

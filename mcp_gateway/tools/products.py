@@ -19,16 +19,15 @@ from mcp_gateway.tools.catalog_access import catalog_index, catalog_read, catalo
 
 class SearchProductsInput(ToolInput):
     query: str | None = Field(None, max_length=500, description=(
-        "Words that must all match names, keywords, themes or descriptions (small typos tolerated); "
-        "a bare product code matches exactly."))
-    theme: str | None = Field(None, max_length=100, description="Theme prefix, case-insensitive.")
+        "All words must match (typos tolerated); a bare product code matches exactly."))
+    theme: str | None = Field(None, max_length=100, description="Theme prefix.")
     science_team: Literal["AIS", "AOP", "AOS", "TIS", "TOS"] | None = None
     status: Literal["ACTIVE", "FUTURE", "RETIRED", "ALL"] = "ACTIVE"
     level: int | None = Field(None, ge=1, le=4, description="Data product level.")
-    has_expanded: bool | None = Field(None, description="Only products with (true) or without an expanded package.")
-    site: str | None = Field(None, max_length=200, description="Site code or name: products with data there.")
-    domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="D01-D20: products with data there.")
-    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest: products in that release.")
+    has_expanded: bool | None = Field(None, description="With (true) or without an expanded package.")
+    site: str | None = Field(None, max_length=200, description="Site code or name: with data there.")
+    domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="D01-D20: with data there.")
+    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
     available_from: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM: data on or after.")
     available_to: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM: data on or before.")
     sort: Literal["relevance", "productCode", "productName"] = "relevance"
@@ -39,7 +38,7 @@ class SearchProductsInput(ToolInput):
 class SearchProductsOutput(Envelope):
     items: list[ProductSummary]
     page: Page
-    facets: dict[str, dict[str, int]] = Field(description="themes, teams, levels, statuses over the filtered set.")
+    facets: dict[str, dict[str, int]] = Field(description="Counts per theme, team, level, status.")
     did_you_mean: list[str] | None = Field(description="Suggestions when nothing matched.")
     index_source: Literal["graphql", "rest"] | None
     index_age_seconds: int | None
@@ -90,10 +89,9 @@ TOOLS = [
         name="eco_search_products",
         title="Search data products",
         description=(
-            "Search NEON's ~200 data products in a cached catalog (no upstream request once warm). "
-            "All query words must match names, keywords, themes or descriptions; a bare code matches "
-            "exactly. Filter by theme, team, status (default ACTIVE), level, expanded package, data at a "
-            "site or domain, release, or availability months. Returns scored summaries, facets, paging."
+            "Search NEON's ~200 data products (cached catalog, no upstream request once warm). Filter by "
+            "theme, team, status (default ACTIVE), level, expanded package, data at a site or domain, release "
+            "or months. Returns scored summaries, facets, paging."
         ),
         surface="discovery",
         input_model=SearchProductsInput,
@@ -111,15 +109,15 @@ Section = Literal["abstract", "design", "study", "sensor", "remarks", "packages"
 
 
 class GetProductInput(ToolInput):
-    product: str = Field(min_length=1, max_length=300, description="Code, code without revision, or exact name.")
-    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest: the product as published.")
-    include: list[Section] = Field(default_factory=list, max_length=12, description=(
-        "Opt-in sections from the upstream detail record; empty gives the compact catalog record."))
+    product: str = Field(min_length=1, max_length=300, description="Code (revision optional) or name.")
+    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
+    include: list[Section] = Field([], max_length=12, description=(
+        "Sections of the upstream record to add (one request)."))
     change_logs_limit: int = Field(25, ge=1, le=200)
     change_logs_offset: int = Field(0, ge=0)
     availability_limit: int = Field(100, ge=1, le=300)
     availability_offset: int = Field(0, ge=0)
-    text_budget: int = Field(4000, ge=100, le=20000, description="Characters kept per text section.")
+    text_budget: int = Field(4000, ge=100, le=20000, description="Characters per text section.")
 
 
 class GetProductOutput(ProductRecord, Envelope):
@@ -164,12 +162,9 @@ TOOLS.append(
         name="eco_get_product",
         title="Data product record",
         description=(
-            "One data product by code, code without revision, or exact name. Empty include gives the compact "
-            "record from the cached catalog (no upstream request): status, team, themes, keywords, releases "
-            "with DOIs, availability summary. Opt-in sections from the upstream detail record: abstract, design, "
-            "study, sensor, remarks, packages, specs (documents), releases, change_logs (newest first, paged), "
-            "availability (one row per site, ranges per release, paged), biorepository, or all. Text is clipped "
-            "to text_budget. release reads the product as published in that release."
+            "One data product: the cached catalog record (status, team, themes, keywords, releases with DOIs, "
+            "availability summary); include adds sections of the upstream record (specs are its documents; "
+            "change_logs and availability are paged)."
         ),
         surface="discovery",
         input_model=GetProductInput,

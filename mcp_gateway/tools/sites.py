@@ -17,15 +17,15 @@ from mcp_gateway.tools.catalog_access import catalog_index, catalog_read
 
 
 class SearchSitesInput(ToolInput):
-    query: str | None = Field(None, max_length=300, description="Site code, name words, state or domain names.")
+    query: str | None = Field(None, max_length=300, description="Code, name words, state or domain.")
     domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="D01-D20.")
     state_code: str | None = Field(None, pattern=r"^[A-Za-z]{2}$", description="Two-letter state code.")
     site_type: Literal["CORE", "GRADIENT"] | None = None
-    product: str | None = Field(None, max_length=300, description="Product code or name: sites with its data.")
+    product: str | None = Field(None, max_length=300, description="Product code or name: sites with data.")
     release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
     latitude: float | None = Field(None, ge=-90, le=90)
     longitude: float | None = Field(None, ge=-180, le=180)
-    radius_km: float = Field(100.0, gt=0, le=5000, description="Proximity radius around latitude/longitude.")
+    radius_km: float = Field(100.0, gt=0, le=5000, description="Around latitude/longitude.")
     include_elevation: bool = Field(False, description="Add elevation and UTM (one extra cached request).")
     limit: int = Field(50, ge=1, le=100)
     offset: int = Field(0, ge=0)
@@ -34,7 +34,7 @@ class SearchSitesInput(ToolInput):
 class SearchSitesOutput(Envelope):
     items: list[SiteSummary]
     page: Page
-    facets: dict[str, dict[str, int]] = Field(description="domains, states, siteTypes over the filtered set.")
+    facets: dict[str, dict[str, int]] = Field(description="Counts per domain, state, siteType.")
     did_you_mean: list[str] | None
     index_source: Literal["graphql", "rest"] | None
     index_age_seconds: int | None
@@ -89,10 +89,9 @@ TOOLS = [
         name="eco_search_sites",
         title="Search field sites",
         description=(
-            "Search NEON's 81 field sites in a cached catalog (no upstream request once warm) by code, name "
-            "words, state or domain; filter by domain, state, site type, a product with data there, a release; "
-            "or give latitude/longitude for the nearest sites within radius_km (with distanceKm). "
-            "include_elevation adds elevation and UTM from one extra cached request."
+            "Search NEON's 81 field sites (cached catalog) by code, name words, state or domain; filter by "
+            "domain, state, site type, a product with data there, release; latitude/longitude gives the "
+            "nearest sites within radius_km."
         ),
         surface="discovery",
         input_model=SearchSitesInput,
@@ -108,17 +107,14 @@ TOOLS = [
 SiteSection = Literal["products", "releases", "description", "location", "all"]
 
 
-def _default_include() -> list[SiteSection]:
-    return ["products"]
-
-
 class GetSiteInput(ToolInput):
-    site: str = Field(min_length=1, max_length=200, description="Four-letter site code or site name.")
-    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest: the site as published.")
+    site: str = Field(min_length=1, max_length=200, description="Site code or name.")
+    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
     include: list[SiteSection] = Field(
-        default_factory=_default_include, max_length=5,
-        description="Sections; products is the default, location reads the site's location record.")
-    products_query: str | None = Field(None, max_length=200, description="Only products whose code or title contain this.")
+        # A plain default (pydantic copies it per instance) so the inputSchema shows it.
+        ["products"], max_length=5,
+        description="Sections to return.")
+    products_query: str | None = Field(None, max_length=200, description="Code or title contains this.")
     products_limit: int = Field(100, ge=1, le=300)
     products_offset: int = Field(0, ge=0)
 
@@ -160,10 +156,9 @@ TOOLS.append(
         name="eco_get_site",
         title="Field site record",
         description=(
-            "One field site by code or name: type, state, domain, coordinates, product count, latest release. "
-            "Sections: products (default; month ranges and provisional month counts per product, filter with "
-            "products_query, paged), releases, description, location (elevation, UTM, properties, active "
-            "periods; one cached request), or all. release reads the site as published in that release."
+            "One field site by code or name: type, state, domain, coordinates, product count, latest release; "
+            "sections: products (month ranges, paged), releases, description, location (elevation, UTM; one "
+            "cached request)."
         ),
         surface="discovery",
         input_model=GetSiteInput,

@@ -1,0 +1,87 @@
+"""Issue 11 (a review of the first six tools): each finding, driven through the SDK's real MCP
+client over HTTP against the real server with the simulator behind it."""
+
+from __future__ import annotations
+
+import json
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp import Client
+
+from tests.gateway.checks import assert_error, assert_valid_tool_result
+from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
+from tests.tools.conftest import sim_config
+
+
+@asynccontextmanager
+async def _client(http_server, sim, active_config, **flags: Any):  # noqa: F811
+    cfg = sim_config(sim, server__transport="http", **flags)
+    active_config(cfg)  # the server thread's upstream client reads the active configuration
+    with http_server(cfg) as srv:
+        async with Client(srv.url, mode="2026-07-28") as client:
+            client.tools = {t.name: t for t in (await client.list_tools()).tools}  # type: ignore[attr-defined]
+            yield client
+
+
+async def _ok(client: Any, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    return assert_valid_tool_result(client.tools[tool], await client.call_tool(tool, args))
+
+
+async def test_upstream_camelcase_spellings_map_onto_each_tools_own_inputs(http_server, sim_cfg, sim, active_config):  # noqa: F811
+    async with _client(http_server, sim, active_config) as client:
+        by_snake = await _ok(client, "eco_get_availability", {
+            "product": "DP1.00001.001", "site_codes": ["HARV", "BART"], "start_month": "2020-01", "end_month": "2020-06"})
+        by_camel = await _ok(client, "eco_get_availability", {
+            "productCode": "DP1.00001.001", "siteCodes": ["HARV", "BART"], "startDateMonth": "2020-01",
+            "endDateMonth": "2020-06"})
+        assert by_camel["rows"] == by_snake["rows"] and by_camel["window"] == {"startMonth": "2020-01", "endMonth": "2020-06"}
+        site = await _ok(client, "eco_get_site", {"siteCode": "HARV", "include": ["releases"]})
+        assert site["siteCode"] == "HARV"
+        d01 = await _ok(client, "eco_search_sites", {"domainCode": "D01", "stateCode": "MA"})
+        assert {s["siteCode"] for s in d01["items"]} >= {"HARV"}
+        both = await client.call_tool("eco_get_site", {"site": "HARV", "siteCode": "BART"})
+        err = assert_error(both, "invalid_argument")
+        assert err["details"]["field"] == "site" and "siteCode" in err["message"]
+        # A spelling applies only where the tool has a field meaning the same thing.
+        err = assert_error(await client.call_tool("eco_ping", {"productCode": "DP1.00001.001"}), "invalid_argument")
+        assert err["details"]["field"] == "productCode"
+
+
+async def test_a_value_of_the_wrong_json_type_is_invalid_argument_naming_the_field(http_server, sim_cfg, sim, active_config):  # noqa: F811
+    wrong = [
+        ("eco_search_products", {"level": True}, "level"),
+        ("eco_search_products", {"limit": True}, "limit"),
+        ("eco_search_products", {"limit": "5"}, "limit"),
+        ("eco_search_products", {"has_expanded": "yes"}, "has_expanded"),
+        ("eco_ping", {"check_api": "yes"}, "check_api"),
+        ("eco_search_sites", {"latitude": True, "longitude": False}, "latitude"),
+        ("eco_get_site", {"site": 7}, "site"),
+        ("eco_get_availability", {"product": "DP1.00001.001", "site_codes": "HARV"}, "site_codes"),
+    ]
+    async with _client(http_server, sim, active_config) as client:
+        for tool, args, field in wrong:
+            err = assert_error(await client.call_tool(tool, args), "invalid_argument")
+            assert err["details"]["field"] == field, (tool, args, err)
+            assert f"'{field}'" in err["message"], err
+        # The right JSON types still work, an integer for a number included.
+        near = await _ok(client, "eco_search_sites", {"latitude": 42, "longitude": -72, "radius_km": 100})
+        assert "HARV" in {s["siteCode"] for s in near["items"]}
+
+
+async def test_include_shows_its_default_in_the_input_schema(http_server, sim_cfg, sim, active_config):  # noqa: F811
+    async with _client(http_server, sim, active_config) as client:
+        assert client.tools["eco_get_site"].input_schema["properties"]["include"]["default"] == ["products"]
+        assert client.tools["eco_get_product"].input_schema["properties"]["include"]["default"] == []
+        site = await _ok(client, "eco_get_site", {"site": "HARV"})
+        assert site["dataProducts"]  # the default it shows is the default it applies
+
+
+async def test_the_first_six_tools_average_at_most_5400_bytes_in_tools_list(http_server, sim_cfg, sim, active_config):  # noqa: F811
+    six = ["eco_get_availability", "eco_get_product", "eco_get_site", "eco_ping", "eco_search_products",
+           "eco_search_sites"]
+    async with _client(http_server, sim, active_config) as client:
+        sizes = {n: len(json.dumps(client.tools[n].model_dump(by_alias=True, mode="json", exclude_none=True),
+                                   separators=(",", ":")).encode()) for n in six}
+    # The spec's bound is 135,000 bytes for twenty tools: these six must not use more than their share.
+    assert sum(sizes.values()) <= 6 * 5400, sizes
