@@ -48,14 +48,14 @@ class FileRecord(WireModel):
     kind: Kind
     site_code: str
     month: str
-    release: str = Field(description="RELEASE-YYYY or PROVISIONAL.")
+    release: str
     table: str | None = None
     hor: str | None = None
     ver: str | None = None
     tmi: str | None = None
     size: int
     md5: str | None = None
-    url: str | None = Field(None, description="Signed URL (no token needed), or null when elided.")
+    url: str | None = None
 
 
 class SiteMonthRow(WireModel):
@@ -71,7 +71,7 @@ class FileSummary(WireModel):
     bytes: int
     site_months: int
     by_kind: dict[str, int] = Field(default_factory=dict)
-    by_release: dict[str, int] = Field(default_factory=dict, description="Files per release (PROVISIONAL too).")
+    by_release: dict[str, int] = Field(default_factory=dict)
 
 
 class PackageLink(WireModel):

@@ -71,6 +71,12 @@ class ByteCache:
                 self._d.move_to_end(key)
             return v
 
+    def drop(self, key: str) -> None:
+        with self._lock:
+            old = self._d.pop(key, None)
+            if old is not None:
+                self.used -= len(old)
+
     def put(self, key: str, value: bytes) -> None:
         with self._lock:
             if key in self._d:
@@ -96,6 +102,16 @@ class DataFiles:
         self.bytes_cache = ByteCache()
         self._meta: dict[str, tuple[int, str, str]] = {}
         self._meta_lock = Lock()
+        # file name -> how many times NEON re-published it (tests: a file changed upstream)
+        self.revisions: dict[str, int] = {}
+
+    def change(self, name: str) -> None:
+        """Re-publish one file under the same name with other bytes (so another size and MD5),
+        as NEON does when it reprocesses provisional data."""
+        with self._meta_lock:
+            self.revisions[name] = self.revisions.get(name, 0) + 1
+            self._meta.pop(name, None)
+        self.bytes_cache.drop(name)
 
     # ------------------------------------------------------------ naming
     def tables(self, code: str) -> list[dict]:
@@ -189,6 +205,8 @@ class DataFiles:
         got = self.bytes_cache.get(spec.name)
         if got is None:
             got = self._generate(spec)
+            if self.revisions.get(spec.name):
+                got += f"# revision {self.revisions[spec.name]}\n".encode()
             self.bytes_cache.put(spec.name, got)
         return got
 

@@ -18,12 +18,12 @@ from mcp_gateway.tools.catalog_access import catalog_index
 class FileSelectors(ToolInput):
     """The selectors eco_list_files and eco_download_files share."""
 
-    kind: Kind | None = Field(None, description="Only files of this kind.")
-    table: str | None = Field(None, max_length=200, description="Only this table (case-insensitive).")
-    hor: str | None = Field(None, max_length=3, description="Horizontal index, e.g. 001.")
-    ver: str | None = Field(None, max_length=3, description="Vertical index, e.g. 501.")
-    tmi: str | None = Field(None, max_length=3, description="Averaging minutes, e.g. 030.")
-    name_contains: str | None = Field(None, max_length=200, description="Case-insensitive name substring.")
+    kind: Kind | None = None
+    table: str | None = Field(None, max_length=200)
+    hor: str | None = Field(None, max_length=3)
+    ver: str | None = Field(None, max_length=3)
+    tmi: str | None = Field(None, max_length=3)
+    name_contains: str | None = Field(None, max_length=200)
 
     def filters(self, filename: str | None = None) -> Filters:
         return Filters(kind=self.kind, table=self.table, hor=self.hor, ver=self.ver, tmi=self.tmi,
@@ -31,17 +31,17 @@ class FileSelectors(ToolInput):
 
 
 class ListFilesInput(FileSelectors):
-    product: str = Field(max_length=300, description="Product code or name.")
+    product: str = Field(max_length=300)
     site_codes: list[str] = Field(min_length=1, json_schema_extra={"maxItems": 30},
                                   description="1-30 site codes or names.")
-    start_month: str = Field(pattern=MONTH_PATTERN, description="YYYY-MM.")
-    end_month: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM; default start_month.")
+    start_month: str = Field(pattern=MONTH_PATTERN)
+    end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     package: Package = "basic"
-    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest; default latest per month.")
+    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY; default latest per month.")
     include_provisional: bool = True
-    detail: Detail = Field("files", description="files, site_months (one row each) or summary (totals only).")
+    detail: Detail = "files"
     include_urls: bool = True
-    filename: str | None = Field(None, max_length=300, description="One exact file name (one site and month).")
+    filename: str | None = Field(None, max_length=300, description="One exact name (one site-month).")
     limit: int = Field(50, ge=1, le=200)
     offset: int = Field(0, ge=0)
 
@@ -82,10 +82,9 @@ TOOLS = [
         name="eco_list_files",
         title="List data files",
         description=(
-            "Data files of a product for 1-30 sites and a month range (at most 500 site-months), with kind, "
-            "table, HOR/VER/TMI, size, MD5 and a signed URL (no token needed, expires about 7 days; "
-            "urlExpiresAt). Filter by kind, table, hor, ver, tmi, name_contains; filename gives one file's URL. "
-            "detail summary or site_months for sizing. Needs an upstream token."
+            "Data files of a product for 1-30 sites and a month range (<=500 site-months): kind, table, "
+            "HOR/VER/TMI, size, MD5, signed URL (no token needed; urlExpiresAt). filename: one file's URL; "
+            "detail summary/site_months to size a download. Needs a token."
         ),
         surface="data",
         input_model=ListFilesInput,

@@ -1,0 +1,309 @@
+"""eco_download_files' reads and writes: the plan's files onto disk, verified.
+
+    await download(idx=, client=, cfg=, req=) -> DownloadRecord
+
+Each file streams to `<name>.part` beside its final name, is checked (MD5 for data and
+prototype files; ZIP integrity for package ZIPs; the announced length for documents) and only
+then renamed. A mismatch deletes the partial file (`checksum_mismatch`). A `.part` left by an
+interrupted call is continued with a Range request (the MD5 still covers the whole file); a
+signed URL that has expired is refreshed by asking NEON for the file again. An existing file
+identical to the upstream one is skipped. Transfers run `eco.max_concurrency` at a time, with
+progress on stderr for long plans, and every call updates the directory's manifest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import httpx
+from pydantic import Field
+
+from catalog.index import CatalogIndex
+from downloads import manifest, paths
+from downloads.plan import Item, Plan, Request, Source, make_plan
+from eco_core.config import EcoConfig
+from eco_core.errors import EcoError
+from eco_core.wire import WireModel
+from upstream import context, mapping
+from upstream.http import Call
+
+if TYPE_CHECKING:
+    from upstream.client import UpstreamClient
+
+log = logging.getLogger("eco.downloads")
+
+CHUNK = 1 << 20
+PROGRESS_EVERY_S = 2.0
+Status = Literal["downloaded", "resumed", "skipped", "replaced"]
+
+
+class DownloadedFileOut(WireModel):
+    path: str = Field(description="Under downloadDir.")
+    name: str
+    source: Source
+    status: Status
+    size: int
+    md5: str | None
+    verified: bool
+    product_code: str | None = None
+    site_code: str | None = None
+    month: str | None = None
+    release: str | None = None
+    changed_upstream: bool = Field(False, description="Another MD5 or release than the manifest's.")
+
+
+class DownloadTotals(WireModel):
+    files: int
+    downloaded: int
+    resumed: int
+    skipped: int
+    changed_upstream: int
+    bytes_transferred: int
+    bytes_on_disk: int
+    seconds: float
+    mb_per_second: float | None
+
+
+class DownloadRecord(WireModel):
+    download_dir: str
+    requested: int
+    files: list[DownloadedFileOut]
+    totals: DownloadTotals
+
+
+@dataclass
+class Progress:
+    total_files: int
+    total_bytes: int
+    started: float = field(default_factory=time.monotonic)
+    files_done: int = 0
+    bytes: int = 0
+    last: float = field(default_factory=time.monotonic)
+
+    def add(self, n: int) -> None:
+        self.bytes += n
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            rate = self.bytes / max(now - self.started, 1e-6) / 1e6
+            log.info("download progress: %d/%d files, %d/%d bytes, %.1f MB/s", self.files_done, self.total_files,
+                     self.bytes, self.total_bytes, rate)
+
+
+def _endpoint(url: str, cfg: EcoConfig) -> str:
+    """For messages and accounting: upstream paths without their query, other hosts by name only
+    (signed URLs carry credentials in their query)."""
+    parsed = httpx.URL(url)
+    base = httpx.URL(cfg.eco.base_url)
+    if parsed.host == base.host and parsed.path.startswith(base.path):
+        return parsed.path[len(base.path):] or "/"
+    return f"storage:{parsed.host}"
+
+
+def md5_of(path: Path) -> str:
+    h = hashlib.md5()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _identical(target: Path, item: Item) -> bool:
+    if not target.is_file():
+        return False
+    if item.md5:
+        return md5_of(target) == item.md5
+    if item.exact_size is not None:
+        return target.stat().st_size == item.exact_size
+    return False
+
+
+def _checksum_error(item: Item, got: str, why: str) -> EcoError:
+    return EcoError("checksum_mismatch", f"{item.rel}: {why}; the partial file was removed",
+                    details={"path": str(item.rel), "expected": item.md5, "got": got}, retryable=True)
+
+
+class Transfer:
+    def __init__(self, client: UpstreamClient, cfg: EcoConfig, plan: Plan, progress: Progress) -> None:
+        self.client, self.cfg, self.plan, self.progress = client, cfg, plan, progress
+        self.allowed = paths.host_matcher(cfg.downloads.allowed_hosts)
+        self.slots = asyncio.Semaphore(cfg.eco.max_concurrency)
+        self.created: list[Path] = []
+
+    def _mkdirs(self, directory: Path) -> None:
+        missing = []
+        d = directory
+        while not d.exists():
+            missing.append(d)
+            d = d.parent
+        for m in reversed(missing):
+            m.mkdir()
+            self.created.append(m)
+
+    def remove_empty_dirs(self) -> None:
+        """Directories this call made and left empty (a refused or failed transfer) go again."""
+        for d in reversed(self.created):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+    async def one(self, item: Item, old: dict | None) -> DownloadedFileOut:
+        async with self.slots:
+            return await self._one(item, old)
+
+    async def _one(self, item: Item, old: dict | None) -> DownloadedFileOut:
+        target = paths.confine(self.plan.root, item.rel)
+        changed = manifest.changed(old, item.md5, item.release)
+        out = dict(path=str(item.rel), name=item.name, source=item.source, md5=item.md5, product_code=item.product,
+                   site_code=item.site, month=item.month, release=item.release, changed_upstream=changed)
+        if _identical(target, item):
+            self.progress.files_done += 1
+            return DownloadedFileOut(**out, status="skipped", size=target.stat().st_size, verified=True)
+        existed = target.exists()
+        part = target.with_name(target.name + ".part")
+        offset = part.stat().st_size if part.is_file() else 0
+        if item.exact_size is not None and offset > item.exact_size:
+            part.unlink()
+            offset = 0
+        url = item.url
+        for attempt in range(2):
+            try:
+                size, digest, resumed = await self._stream(item, url, target, part, offset)
+                break
+            except EcoError as exc:
+                upstream_status = exc.details.get("upstreamStatus")
+                if attempt == 0 and upstream_status == 416 and offset:
+                    part.unlink(missing_ok=True)  # the .part is not a prefix of this file any more
+                    offset = 0
+                    continue
+                if attempt == 0 and upstream_status in (400, 403) and item.source == "data" and item.product:
+                    # An expired (or otherwise refused) signed URL: ask NEON for the file again.
+                    assert item.site and item.month
+                    url = await self.client.data_file_url(item.product, item.site, item.month, item.name)
+                    paths.check_url(url, self.allowed)
+                    continue
+                raise
+        self._verify(item, part, size, digest)
+        os.replace(part, target)
+        self.progress.files_done += 1
+        done: Status = "replaced" if existed else "resumed" if resumed else "downloaded"
+        return DownloadedFileOut(**{**out, "md5": item.md5 or digest}, status=done, size=size, verified=True)
+
+    async def _stream(self, item: Item, url: str, target: Path, part: Path, offset: int) -> tuple[int, str, bool]:
+        headers = {"Accept": "*/*"}
+        if offset:
+            headers["Range"] = f"bytes={offset}-"
+        call = Call("GET", url, _endpoint(url, self.cfg), kind="download", token_only=item.token_only,
+                    headers=headers, host_allowed=self.allowed)
+        http = self.client.http
+        # The token is for NEON's data endpoints only; signed storage URLs never need it.
+        token = http.token_for(call) if item.token_only or item.source == "document" else None
+        resp = await http.request(call, token=token, stream=True)
+        try:
+            h = hashlib.md5()
+            resumed = bool(offset) and resp.status_code == 206
+            if resumed:
+                with part.open("rb") as fh:
+                    for block in iter(lambda: fh.read(CHUNK), b""):
+                        h.update(block)
+                size = offset
+                mode = "ab"
+            else:
+                size, mode = 0, "wb"
+            limit = self.cfg.downloads.max_file_bytes
+            self._mkdirs(target.parent)
+            with part.open(mode) as fh:
+                async for chunk in resp.aiter_raw():
+                    size += len(chunk)
+                    if size > limit:
+                        raise EcoError("download_limit_exceeded", f"{item.rel}: larger than {limit} bytes",
+                                       details={"path": str(item.rel), "maxFileBytes": limit})
+                    fh.write(chunk)
+                    h.update(chunk)
+                    self.progress.add(len(chunk))
+            announced = resp.headers.get("content-length")
+            if announced is not None and announced.isdigit() and size - (offset if resumed else 0) != int(announced):
+                raise EcoError("upstream_unavailable", f"{item.rel}: transfer ended early; call again to resume",
+                               details={"path": str(item.rel)}, retryable=True)
+            return size, h.hexdigest(), resumed
+        except httpx.HTTPError as exc:
+            # The .part file stays: the next call continues it with a Range request.
+            raise mapping.from_transport(exc, endpoint=call.endpoint) from None
+        finally:
+            await resp.aclose()
+
+    def _verify(self, item: Item, part: Path, size: int, digest: str) -> None:
+        if not self.cfg.downloads.verify_checksums:
+            return
+        if item.md5 and digest != item.md5:
+            part.unlink(missing_ok=True)
+            raise _checksum_error(item, digest, "MD5 differs from the upstream's")
+        if item.exact_size is not None and size != item.exact_size:
+            part.unlink(missing_ok=True)
+            raise _checksum_error(item, digest, f"{size} bytes, upstream lists {item.exact_size}")
+        if item.source == "zip":
+            try:
+                with zipfile.ZipFile(part) as zf:
+                    bad = zf.testzip()
+            except zipfile.BadZipFile:
+                bad = "(not a ZIP)"
+            if bad is not None:
+                part.unlink(missing_ok=True)
+                raise _checksum_error(item, digest, f"ZIP member {bad} fails its CRC")
+
+
+async def download(*, idx: CatalogIndex, client: UpstreamClient, cfg: EcoConfig, req: Request) -> tuple[DownloadRecord, Plan]:
+    if not cfg.downloads_enabled:
+        raise EcoError("feature_unavailable", "downloads are disabled on this server (downloads.enabled)",
+                       details={"setting": "downloads.enabled"})
+    plan = await make_plan(idx=idx, client=client, cfg=cfg, req=req)
+    acct = context.current()
+    if acct is not None:
+        # A plan of up to 2 GiB cannot fit the per-call upstream deadline; each transfer is bounded
+        # by eco.download_read_timeout_s between bytes instead.
+        acct.deadline_at = None
+    progress = Progress(len(plan.items), plan.bytes)
+    started = time.monotonic()
+    transfer = Transfer(client, cfg, plan, progress)
+    known = manifest.load(plan.root)
+    results = await asyncio.gather(*(transfer.one(i, known.get(str(i.rel))) for i in plan.items),
+                                   return_exceptions=True)
+    done = [r for r in results if isinstance(r, DownloadedFileOut)]
+    by_path = {str(i.rel): i for i in plan.items}
+    manifest.update(plan.root, {r.path: _entry(by_path[r.path], r) for r in done if r.status != "skipped"
+                                or r.path not in known})
+    failed = [r for r in results if isinstance(r, BaseException)]
+    if failed:
+        transfer.remove_empty_dirs()
+        first = next((e for e in failed if isinstance(e, EcoError)), None)
+        if first is None:
+            raise failed[0]
+        first.details.setdefault("completed", len(done))
+        first.details.setdefault("failed", len(failed))
+        raise first
+    seconds = time.monotonic() - started
+    moved = progress.bytes
+    totals = DownloadTotals(
+        files=len(done), downloaded=sum(r.status in ("downloaded", "replaced") for r in done),
+        resumed=sum(r.status == "resumed" for r in done), skipped=sum(r.status == "skipped" for r in done),
+        changed_upstream=sum(r.changed_upstream for r in done), bytes_transferred=moved,
+        bytes_on_disk=sum(r.size for r in done), seconds=round(seconds, 3),
+        mb_per_second=round(moved / seconds / 1e6, 2) if moved and seconds > 0 else None)
+    if len(plan.items) >= 10:
+        log.info("download finished: %d files, %d bytes in %.1f s", len(done), moved, seconds)
+    return DownloadRecord(download_dir=str(plan.root), requested=len(plan.items), files=done, totals=totals), plan
+
+
+def _entry(item: Item, r: DownloadedFileOut) -> dict:
+    return {"path": r.path, "size": r.size, "md5": r.md5, "source": item.source, "product": item.product,
+            "site": item.site, "month": item.month, "release": item.release, "doi": item.doi,
+            "citation": item.citation, "fetchedAt": manifest.now()}
