@@ -48,6 +48,9 @@ class ToolSpec:
     read_only: bool = True
     # Which page object describes which list, for the byte budget: trimming a list marks its page.
     page_lists: Mapping[str, str] = field(default_factory=lambda: {"items": "page"})
+    # The tool cuts its own result to a caller-given budget (eco_graphql's max_bytes): the
+    # generic trimming is skipped, the hard limit still applies.
+    fits_own_budget: bool = False
 
     def __post_init__(self) -> None:
         if not self.name.startswith("eco_"):

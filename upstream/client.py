@@ -384,20 +384,22 @@ class UpstreamClient:
     @overload
     async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: type[M],
                       operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
-                      send_token: bool | None = None) -> M: ...
+                      send_token: bool | None = None, partial: bool = False) -> M: ...
 
     @overload
     async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: None = None,
                       operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
-                      send_token: bool | None = None) -> m.GraphQLReply: ...
+                      send_token: bool | None = None, partial: bool = False) -> m.GraphQLReply: ...
 
     async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: type[M] | None = None,
                       operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
-                      send_token: bool | None = None) -> M | m.GraphQLReply:
+                      send_token: bool | None = None, partial: bool = False) -> M | m.GraphQLReply:
         """The reply's `data` parsed into `model` (`models.parse_graphql_data`); without a model,
         a `GraphQLReply` whose `data` is the raw JSON object. Never cached.
         `use_breaker=False` for callers' own queries (eco_graphql): their mistakes must not
-        switch the catalogs to REST. `send_token=False` never sends the token."""
+        switch the catalogs to REST. `send_token=False` never sends the token. `partial=True`
+        (model-less only): a reply with data and errors together is returned with its errors in
+        `GraphQLReply.errors` instead of raised; a reply without data is still `graphql_error`."""
         if use_breaker and self.breaker.is_open:
             raise EcoError("upstream_unavailable", "GraphQL is paused after repeated failures; use REST",
                            details={"endpoint": "/graphql", "breaker": self.breaker.state()})
@@ -410,12 +412,12 @@ class UpstreamClient:
         try:
             resp = await self.http.request(call, token=self.http.token_for(call))
             envelope = await self._parse_off_loop("/graphql", m.GraphQLResponse, resp.content)
-            if envelope.errors:
+            if envelope.errors and not (partial and model is None and envelope.data is not None):
                 raise mapping.graphql_errors(envelope.errors)
             if envelope.data is None:
                 raise EcoError("upstream_error", "/graphql: reply has neither data nor errors",
                                details={"endpoint": "/graphql", "reason": "unexpected_body"})
-            result: M | m.GraphQLReply = m.GraphQLReply(data=envelope.data)
+            result: M | m.GraphQLReply = m.GraphQLReply(data=envelope.data, errors=envelope.errors)
             if model is not None:
                 try:
                     result = m.parse_graphql_data(model, envelope.data)

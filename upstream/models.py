@@ -621,6 +621,8 @@ class GraphQLReply(NeonModel):
     without a model). `data` is the one raw part: NEON's JSON object as sent, keys as selected."""
 
     data: dict[str, Any]
+    # Only with graphql(partial=True): errors NEON sent alongside the data.
+    errors: list[GraphQLErrorItem] | None = None
 
 
 # Validation context for GraphQL data (see the module docstring).

@@ -1,0 +1,420 @@
+"""The GraphQL window's reads (eco_graphql): a caller's own read-only query, checked on its
+parsed document before any request, validated against the NEON schema the service keeps
+(`neon_schema.graphql`, the reconstructed SDL), sent without a token, never cached, outside the
+catalog's breaker, and shortened to the caller's byte budget.
+
+    window_schema() -> WindowSchema(root_fields, schema)      the allowed root fields and the
+        parsed schema the window validates against (eco://reference/graphql-schema reads it)
+    check_query(query, operation_name=, max_chars=, max_depth=) -> CheckedQuery
+        the guard rails, then local validation; raises EcoError, sends nothing
+    await run_query(client, checked, variables=, max_bytes=) -> GraphQLAnswer
+    await describe_type(client, name, max_bytes=) -> GraphQLAnswer   local schema first
+    shorten(data, errors, max_bytes) -> (data, truncated_paths, bytes_total)
+
+Policy refusals (mutations, a root field outside the list, a second introspection field, size,
+depth, fragment cycles, operation choice) are `invalid_argument` naming what was wrong. Schema
+refusals are `graphql_error` worded as NEON words them (graphql-java's
+`Validation error (FieldUndefined@[a/b]) : Field 'b' in type 'T' is undefined`), so an agent
+reads the same text whether the service or NEON refused, with `details.didYouMean`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLError,
+    GraphQLSchema,
+    InlineFragmentNode,
+    OperationDefinitionNode,
+    OperationType,
+    SelectionSetNode,
+    TypeInfo,
+    TypeInfoVisitor,
+    Visitor,
+    build_schema,
+    get_named_type,
+    graphql_sync,
+    is_object_type,
+    parse,
+    validate,
+    visit,
+)
+from graphql.pyutils import suggestion_list
+
+from eco_core.errors import EcoError
+
+if TYPE_CHECKING:
+    from upstream.client import UpstreamClient
+
+SCHEMA_FILE = Path(__file__).with_name("neon_schema.graphql")
+SCHEMA_RESOURCE = "eco://reference/graphql-schema"
+ALLOWED_ROOT_FIELDS = (
+    "products", "product", "demoProduct", "filterProducts", "sites", "site", "filterSites", "location",
+    "locationHierarchy", "findLocations", "prototypeDatasets", "prototypeDataset",
+)
+INTROSPECTION_FIELDS = frozenset({"__type", "__schema"})
+# The same selection NEON's recorded __type answer carries (introspection___type_Site.json), plus
+# what inputs and enums need.
+TYPE_QUERY = """query($name: String!) { __type(name: $name) { name kind description
+  fields { name description args { name description type { ...T } defaultValue } type { ...T } }
+  inputFields { name description type { ...T } defaultValue } enumValues { name description } } }
+fragment T on __Type { name kind ofType { name kind ofType { name kind ofType { name kind } } } }"""
+
+
+@dataclass(frozen=True)
+class WindowSchema:
+    """What eco_graphql accepts: these root fields (plus one __type or __schema) of this schema."""
+
+    root_fields: tuple[str, ...]
+    schema: GraphQLSchema
+
+    def root_type_name(self, root_field: str) -> str | None:
+        query_type = self.schema.query_type
+        fdef = query_type.fields.get(root_field) if query_type else None
+        return get_named_type(fdef.type).name if fdef else None
+
+
+@lru_cache(maxsize=1)
+def window_schema() -> WindowSchema:
+    """The allowed root fields and the parsed schema eco_graphql validates against."""
+    schema = build_schema(SCHEMA_FILE.read_text(encoding="utf-8"))
+    query_type = schema.query_type
+    known = set(query_type.fields) if query_type else set()
+    return WindowSchema(root_fields=tuple(f for f in ALLOWED_ROOT_FIELDS if f in known), schema=schema)
+
+
+@dataclass(frozen=True)
+class CheckedQuery:
+    query: str
+    operation_name: str | None
+    root_fields: tuple[str, ...]
+    depth: int
+
+
+@dataclass
+class GraphQLAnswer:
+    data: Any
+    errors: list[dict[str, Any]] | None
+    bytes_total: int
+    truncated: bool
+    truncated_paths: list[str]
+    schema_hint: str
+    from_upstream: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def _bad(message: str, **details: Any) -> EcoError:
+    return EcoError("invalid_argument", message, details={"field": "query", **details})
+
+
+# -- guard rails ---------------------------------------------------------------------------
+
+def _pick_operation(ops: list[OperationDefinitionNode], operation_name: str | None) -> OperationDefinitionNode:
+    names = [op.name.value for op in ops if op.name]
+    if operation_name is not None:
+        for op in ops:
+            if op.name and op.name.value == operation_name:
+                return op
+        raise EcoError("invalid_argument", f"operation_name: no operation named {operation_name!r} in the query"
+                       f" (operations: {', '.join(names) or 'one anonymous'})",
+                       details={"field": "operation_name", "validNames": names})
+    if len(ops) > 1:
+        raise EcoError("invalid_argument", f"operation_name: the query holds {len(ops)} operations "
+                       f"({', '.join(names) or 'anonymous'}); name the one to run",
+                       details={"field": "operation_name", "validNames": names})
+    return ops[0]
+
+
+def _fragment_cycle(fragments: dict[str, FragmentDefinitionNode]) -> list[str] | None:
+    """The first cycle of fragment spreads, as a path of names, or None."""
+    spreads = {name: _spreads(f.selection_set) for name, f in fragments.items()}
+    done: set[str] = set()
+
+    def walk(name: str, trail: list[str]) -> list[str] | None:
+        if name in trail:
+            return [*trail[trail.index(name):], name]
+        if name in done or name not in spreads:
+            return None
+        for nxt in spreads[name]:
+            found = walk(nxt, [*trail, name])
+            if found:
+                return found
+        done.add(name)
+        return None
+
+    for name in fragments:
+        found = walk(name, [])
+        if found:
+            return found
+    return None
+
+
+def _spreads(sel: SelectionSetNode | None) -> list[str]:
+    out: list[str] = []
+    for s in sel.selections if sel else ():
+        if isinstance(s, FragmentSpreadNode):
+            out.append(s.name.value)
+        elif isinstance(s, (FieldNode, InlineFragmentNode)):
+            out.extend(_spreads(s.selection_set))
+    return out
+
+
+def _root_fields(sel: SelectionSetNode, fragments: dict[str, FragmentDefinitionNode]) -> list[FieldNode]:
+    """Root fields through fragments and inline fragments (cycles were refused before)."""
+    out: list[FieldNode] = []
+    for s in sel.selections:
+        if isinstance(s, FieldNode):
+            out.append(s)
+        elif isinstance(s, InlineFragmentNode):
+            out.extend(_root_fields(s.selection_set, fragments))
+        elif isinstance(s, FragmentSpreadNode) and s.name.value in fragments:
+            out.extend(_root_fields(fragments[s.name.value].selection_set, fragments))
+    return out
+
+
+def _depth(sel: SelectionSetNode | None, fragments: dict[str, FragmentDefinitionNode],
+           memo: dict[str, tuple[int, list[str]]]) -> tuple[int, list[str]]:
+    """The deepest field chain below `sel` (fields count, fragments do not) and its path.
+    A fragment's depth is computed once; cycles were refused before, so recursion ends."""
+    best: tuple[int, list[str]] = (0, [])
+    for s in sel.selections if sel else ():
+        if isinstance(s, FieldNode):
+            d, path = _depth(s.selection_set, fragments, memo)
+            cand = (d + 1, [s.name.value, *path])
+        elif isinstance(s, InlineFragmentNode):
+            cand = _depth(s.selection_set, fragments, memo)
+        elif isinstance(s, FragmentSpreadNode) and s.name.value in fragments:
+            name = s.name.value
+            if name not in memo:
+                memo[name] = _depth(fragments[name].selection_set, fragments, memo)
+            cand = memo[name]
+        else:
+            continue
+        if cand[0] > best[0]:
+            best = cand
+    return best
+
+
+def check_query(query: str, *, operation_name: str | None, max_chars: int, max_depth: int) -> CheckedQuery:
+    """The guard rails on the parsed document, then validation against the local schema."""
+    if len(query) > max_chars:
+        raise _bad(f"query is {len(query)} characters, above the limit of {max_chars} "
+                   "(limits.graphql_max_query_chars)", length=len(query), limit=max_chars)
+    try:
+        doc = parse(query)
+    except GraphQLError as exc:
+        where = exc.locations[0] if exc.locations else None
+        at = f" at line {where.line}, column {where.column}" if where else ""
+        raise _bad(f"query is not valid GraphQL{at}: {exc.message}") from None
+    ops: list[OperationDefinitionNode] = []
+    fragments: dict[str, FragmentDefinitionNode] = {}
+    for d in doc.definitions:
+        if isinstance(d, OperationDefinitionNode):
+            ops.append(d)
+        elif isinstance(d, FragmentDefinitionNode):
+            fragments[d.name.value] = d
+        else:
+            raise _bad(f"query may hold only operations and fragments, not a {d.kind.replace('_', ' ')}")
+    if not ops:
+        raise _bad("query holds no operation")
+    for op in ops:
+        if op.operation is not OperationType.QUERY:
+            raise _bad(f"query: {op.operation.value} operations are refused; this window is read-only "
+                       "(queries only)", operation=op.operation.value)
+    chosen = _pick_operation(ops, operation_name)
+    cycle = _fragment_cycle(fragments)
+    if cycle:
+        raise _bad(f"query: fragment cycle {' -> '.join(cycle)} is refused", fragmentCycle=cycle)
+    ws = window_schema()
+    used: list[str] = []
+    introspection: list[str] = []
+    for op in ops:
+        for f in _root_fields(op.selection_set, fragments):
+            name = f.name.value
+            if name in INTROSPECTION_FIELDS:
+                introspection.append(name)
+            elif name != "__typename" and name not in ws.root_fields:
+                raise _bad(f"query: root field {name!r} is not allowed; allowed root fields: "
+                           f"{', '.join(ws.root_fields)}, plus one __type or __schema", rootField=name,
+                           didYouMean=suggestion_list(name, list(ws.root_fields))[:3] or None,
+                           allowed=list(ws.root_fields))
+            elif name not in used and name != "__typename":
+                used.append(name)
+    if len(introspection) > 1:
+        raise _bad(f"query: {len(introspection)} introspection fields ({', '.join(introspection)}); "
+                   "at most one __type or __schema per query", introspectionFields=introspection)
+    memo: dict[str, tuple[int, list[str]]] = {}
+    depth, path = 0, []
+    for op in ops:
+        reached, chain = _depth(op.selection_set, fragments, memo)
+        if reached > depth:
+            depth, path = reached, chain
+    if depth > max_depth:
+        raise _bad(f"query: selection depth {depth} exceeds the limit of {max_depth} (limits.graphql_max_depth) "
+                   f"at {'/'.join(path)}", depth=depth, limit=max_depth, path=path)
+    _validate(doc, ws)
+    return CheckedQuery(query=query, operation_name=chosen.name.value if chosen.name else None,
+                        root_fields=tuple(used), depth=depth)
+
+
+# -- local validation ----------------------------------------------------------------------
+
+class _UndefinedFields(Visitor):
+    """Unknown fields with their path, worded as graphql-java (NEON) words them."""
+
+    def __init__(self, type_info: TypeInfo) -> None:
+        super().__init__()
+        self.ti = type_info
+        self.stack: list[str] = []
+        self.errors: list[dict[str, Any]] = []
+        self.suggestions: list[str] = []
+
+    def enter_field(self, node: FieldNode, *_: Any) -> None:
+        name = node.name.value
+        self.stack.append(name)
+        parent = self.ti.get_parent_type()
+        if parent is None or self.ti.get_field_def() is not None or name.startswith("__"):
+            return
+        path = "/".join(self.stack)
+        loc = node.loc.source.get_location(node.loc.start) if node.loc else None
+        self.errors.append({
+            "message": f"Validation error (FieldUndefined@[{path}]) : Field '{name}' in type '{parent.name}' "
+                       "is undefined",
+            "locations": [{"line": loc.line, "column": loc.column}] if loc else [],
+            "extensions": {"classification": "ValidationError"},
+        })
+        fields = list(getattr(parent, "fields", {}) or {})
+        self.suggestions.extend(s for s in suggestion_list(name, fields)[:3] if s not in self.suggestions)
+
+    def leave_field(self, *_: Any) -> None:
+        self.stack.pop()
+
+
+def _validate(doc: Any, ws: WindowSchema) -> None:
+    ti = TypeInfo(ws.schema)
+    finder = _UndefinedFields(ti)
+    visit(doc, TypeInfoVisitor(ti, finder))
+    errors = finder.errors
+    if not errors:
+        errors = [{"message": f"Validation error : {e.message}",
+                   "locations": [{"line": loc.line, "column": loc.column} for loc in (e.locations or [])],
+                   "extensions": {"classification": "ValidationError"}}
+                  for e in validate(ws.schema, doc)[:20]]
+    if errors:
+        raise EcoError("graphql_error", "the GraphQL query does not fit the schema: "
+                       + "; ".join(e["message"] for e in errors[:5]),
+                       details={"errors": errors[:20], "didYouMean": finder.suggestions or None,
+                                "checkedLocally": True, "schema": SCHEMA_RESOURCE})
+
+
+# -- the call ------------------------------------------------------------------------------
+
+def schema_hint(root_fields: tuple[str, ...] | list[str]) -> str:
+    """The schema resource and the root fields nearest the ones used (same record type)."""
+    ws = window_schema()
+    kinds = {ws.root_type_name(f) for f in root_fields}
+    near = [f for f in ws.root_fields if ws.root_type_name(f) in kinds] or list(ws.root_fields)
+    return f"Fields and inputs: {SCHEMA_RESOURCE}. Nearest root fields: {', '.join(near)}."
+
+
+async def run_query(client: UpstreamClient, checked: CheckedQuery, *, variables: dict[str, Any] | None,
+                    max_bytes: int) -> GraphQLAnswer:
+    """One POST /graphql: no token, no cache, no breaker (a caller's bad query is not an outage)."""
+    reply = await client.graphql(checked.query, variables, operation_name=checked.operation_name, kind="detail",
+                                 use_breaker=False, send_token=False, partial=True)
+    errors = [e.model_dump(by_alias=True, mode="json", exclude_none=True) for e in reply.errors] \
+        if reply.errors else None
+    data, paths, total = shorten(reply.data, errors, max_bytes)
+    return GraphQLAnswer(data=data, errors=errors, bytes_total=total, truncated=bool(paths), truncated_paths=paths,
+                         schema_hint=schema_hint(checked.root_fields), from_upstream=True)
+
+
+async def describe_type(client: UpstreamClient, name: str, *, max_bytes: int) -> GraphQLAnswer:
+    """One type as NEON's __type answers it: from the local schema when it has the type, else
+    asked upstream (same rules as run_query); unknown to both is not_found with didYouMean."""
+    ws = window_schema()
+    if name in ws.schema.type_map:
+        result = graphql_sync(ws.schema, TYPE_QUERY, variable_values={"name": name})
+        data: dict[str, Any] = result.data or {}
+        from_upstream = False
+    else:
+        reply = await client.graphql(TYPE_QUERY, {"name": name}, kind="detail", use_breaker=False,
+                                     send_token=False)
+        data, from_upstream = reply.data, True
+    if not data.get("__type"):
+        known = [t for t in ws.schema.type_map if not t.startswith("__")]
+        raise EcoError("not_found", f"introspect_type: no type named {name!r}",
+                       details={"field": "introspect_type", "didYouMean": suggestion_list(name, known)[:5] or None})
+    roots = [f for f in ws.root_fields if ws.root_type_name(f) == name]
+    shortened, paths, total = shorten(data, None, max_bytes)
+    kind = ws.schema.type_map.get(name)
+    notes = [] if roots or not is_object_type(kind) else [
+        f"{name} is reached through other types, not directly from a root field."]
+    return GraphQLAnswer(data=shortened, errors=None, bytes_total=total, truncated=bool(paths), truncated_paths=paths,
+                         schema_hint=schema_hint(roots), from_upstream=from_upstream, notes=notes)
+
+
+# -- truncation ----------------------------------------------------------------------------
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _candidates(value: Any, path: str, keep: int, out: list[tuple[str, list[Any]]]) -> None:
+    """The outermost lists longer than `keep`, with their JSON paths. A list nested in one of
+    them is smaller than it, so it is not visited until its parent is down to `keep` items:
+    a 5 MB answer costs one walk of its few outer lists, not of its million month strings."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, (dict, list)):
+                _candidates(v, f"{path}.{k}", keep, out)
+    elif isinstance(value, list):
+        if len(value) > keep:
+            out.append((path, value))
+            return
+        for i, v in enumerate(value):
+            if isinstance(v, (dict, list)):
+                _candidates(v, f"{path}[{i}]", keep, out)
+
+
+def shorten(data: Any, errors: list[dict[str, Any]] | None, max_bytes: int) -> tuple[Any, list[str], int]:
+    """Cut lists from their end, largest first, until {data, errors} fits `max_bytes` of compact
+    JSON. A list keeps its first item while any other list can still give, so the answer keeps
+    its shape (one product with fewer sites beats no product). Cuts `data` in place (the caller
+    owns the freshly parsed reply) and returns it, the JSON paths of the lists cut, and the
+    original size."""
+    total = _size({"data": data, "errors": errors})
+    size = total
+    paths: list[str] = []
+    while size > max_bytes:
+        found: list[tuple[str, list[Any]]] = []
+        keep = 1
+        _candidates(data, "$", keep, found)
+        if not found:
+            keep = 0
+            _candidates(data, "$", keep, found)
+        if not found:
+            break
+        sized = [(_size(items), path, items) for path, items in found]
+        lsize, path, items = max(sized, key=lambda t: t[0])
+        # Keep the longest prefix that brings the list down by the excess (only kept items are sized).
+        target, running, n = lsize - (size - max_bytes), 2, 0
+        for item in items:
+            step = _size(item) + (1 if n else 0)
+            if n >= keep and running + step > target:
+                break
+            running += step
+            n += 1
+        del items[n:]
+        size -= lsize - running
+        if path not in paths:
+            paths.append(path)
+    return data, paths, total

@@ -1,0 +1,107 @@
+"""eco_graphql: a read-only window on NEON's GraphQL for questions no other tool anticipated,
+with the guard rails checked on the parsed query before any request (catalog.graphql_window)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from catalog.graphql_window import GraphQLAnswer, check_query, describe_type, run_query
+from eco_core.errors import EcoError
+from mcp_gateway import ports
+from mcp_gateway.context import CallContext
+from mcp_gateway.models import Envelope, NextStep, Source, ToolInput
+from mcp_gateway.registry import ToolSpec
+
+NAME_PATTERN = r"^[_A-Za-z][_0-9A-Za-z]*$"
+
+
+class GraphQLInput(ToolInput):
+    query: str | None = Field(None, max_length=1_000_000, description=(
+        "Read-only GraphQL query (at most limits.graphql_max_query_chars characters, depth limits.graphql_max_depth)."))
+    introspect_type: str | None = Field(None, pattern=NAME_PATTERN, max_length=200,
+                                        description="Describe one type instead of querying (e.g. Site).")
+    variables: dict[str, Any] | None = None
+    operation_name: str | None = Field(None, pattern=NAME_PATTERN, max_length=200,
+                                       description="Which operation to run when the query holds several.")
+    max_bytes: int = Field(50000, ge=1000, le=200000, description="Response budget; largest lists are cut to fit.")
+
+
+class GraphQLOutput(Envelope):
+    data: Any = Field(description="NEON's data object (lists may be cut, see truncatedPaths).")
+    errors: list[dict[str, Any]] | None = Field(description="NEON's errors sent alongside data, verbatim.")
+    bytes_total: int = Field(description="Size of the full response before cutting.")
+    truncated: bool
+    truncated_paths: list[str] = Field(description="JSON paths of the lists that were shortened.")
+    schema_hint: str
+
+
+# Room left for the envelope (notes, schemaHint, source) under limits.hard_max_result_bytes, so
+# a response cut to the caller's budget is never then refused as result_too_large.
+ENVELOPE_RESERVE = 4000
+
+
+def _budget(args: GraphQLInput, call: CallContext) -> int:
+    limits = call.cfg.limits
+    wanted = args.max_bytes if "max_bytes" in args.model_fields_set else limits.graphql_max_response_bytes
+    if "max_bytes" in args.model_fields_set and wanted > limits.graphql_hard_max_response_bytes:
+        raise EcoError("invalid_argument", f"max_bytes {wanted} is above this server's limit of "
+                       f"{limits.graphql_hard_max_response_bytes} (limits.graphql_hard_max_response_bytes)",
+                       details={"field": "max_bytes", "limit": limits.graphql_hard_max_response_bytes})
+    return max(1000, min(wanted, limits.graphql_hard_max_response_bytes,
+                         limits.hard_max_result_bytes - ENVELOPE_RESERVE))
+
+
+async def graphql_tool(args: GraphQLInput, call: CallContext) -> GraphQLOutput:
+    if (args.query is None) == (args.introspect_type is None):
+        raise EcoError("invalid_argument", "give exactly one of query and introspect_type",
+                       details={"field": "query", "conflicting": ["query", "introspect_type"]})
+    max_bytes = _budget(args, call)
+    client = ports.upstream_client()
+    a: GraphQLAnswer
+    if args.introspect_type is not None:
+        a = await describe_type(client, args.introspect_type, max_bytes=max_bytes)
+    else:
+        assert args.query is not None
+        checked = check_query(args.query, operation_name=args.operation_name,
+                              max_chars=call.cfg.limits.graphql_max_query_chars,
+                              max_depth=call.cfg.limits.graphql_max_depth)
+        a = await run_query(client, checked, variables=args.variables, max_bytes=max_bytes)
+    notes = list(a.notes)
+    steps: list[NextStep] = []
+    if a.truncated:
+        notes.append(f"Response of {a.bytes_total} bytes cut to {max_bytes}: select fewer fields or records, "
+                     "or raise max_bytes.")
+    if a.errors:
+        notes.append("NEON answered with errors alongside the data; see errors.")
+    return GraphQLOutput(
+        data=a.data, errors=a.errors, bytes_total=a.bytes_total, truncated=a.truncated,
+        truncated_paths=a.truncated_paths, schema_hint=a.schema_hint, notes=notes, next_steps=steps,
+        source=Source(origin="upstream" if a.from_upstream else "local",
+                      endpoints=["POST /graphql"] if a.from_upstream else []),
+    )
+
+
+TOOLS = [
+    ToolSpec(
+        name="eco_graphql",
+        title="GraphQL query (read-only)",
+        description=(
+            "Run one read-only query against NEON's GraphQL when no other tool fits, e.g. products and "
+            "sites joined in one request. Root fields: products, product, demoProduct, filterProducts, sites, "
+            "site, filterSites, location, locationHierarchy, findLocations, prototypeDatasets, prototypeDataset, "
+            "plus one __type or __schema. Queries only; the query is checked against the schema "
+            "(eco://reference/graphql-schema) before sending, unknown fields are refused with didYouMean. "
+            "introspect_type describes one type instead. Never cached, no token sent. Large lists are cut "
+            "to max_bytes (see truncatedPaths)."
+        ),
+        surface="discovery",
+        input_model=GraphQLInput,
+        output_model=GraphQLOutput,
+        handler=graphql_tool,
+        endpoints=("POST /graphql",),
+        page_lists={},
+        fits_own_budget=True,
+    ),
+]
