@@ -3,13 +3,14 @@ of the location catalog, site subtrees from one cached `hierarchy=true` request 
 coordinates for many locations from one GraphQL `findLocations` request.
 
     location_catalog() -> LocationCatalog          synchronous: the catalog's SITE and DOMAIN rows
-    await find_locations(client=, catalog=, ...) -> FoundLocations
+    await find_locations(client=, catalog=, ..., coordinates_ttl_s=None) -> FoundLocations
     await location_detail(client=, catalog=, name=, include=, ...) -> Answer[LocationRecord]
 
 Upstream cost: REALM or a domain with SITE or DOMAIN is answered from the catalog (no request);
 a site walk is one `hierarchy=true` request, cached by the upstream client for
 `cache.ttl_s.locations` (shared with eco_get_location's hierarchy and children of that site);
-coordinates of a page, or of a proximity search's candidates, are one GraphQL request.
+coordinates of a page, or of a proximity search's candidates, are one GraphQL request (then
+remembered for `coordinates_ttl_s`).
 Bad arguments raise EcoError("invalid_argument") naming the field; unknown names `not_found`
 with catalog suggestions.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -263,20 +265,47 @@ def _canonical_type(wanted: str, seen: list[str | None]) -> str:
     return next((t for t in seen if t and type_key(t) == key), wanted)
 
 
-async def _coordinates(client: UpstreamClient, nodes: list[Node]) -> None:
-    """Fill coordinates of `nodes` (at most 1000) from ONE GraphQL findLocations request."""
-    if not nodes:
+Placement = tuple[float | None, float | None, float | None, str | None]
+# Coordinates seen in GraphQL answers, per location name: the upstream client never caches
+# GraphQL, so without this a warm site walk would still ask for its page's coordinates on every
+# call. Kept `cache.ttl_s.locations` seconds, like the REST location answers.
+_placements: dict[str, tuple[float, Placement]] = {}
+MAX_PLACEMENTS = 100_000
+
+
+def forget_placements() -> None:
+    """Drop every remembered coordinate (tests that count requests start from none)."""
+    _placements.clear()
+
+
+async def _coordinates(client: UpstreamClient, nodes: list[Node], ttl_s: float | None) -> None:
+    """Fill coordinates of `nodes` (at most 1000): remembered ones first, the rest from ONE
+    GraphQL findLocations request."""
+    now = time.monotonic()
+    todo = []
+    for n in nodes:
+        memo = _placements.get(n.name) if ttl_s else None
+        if memo is not None and memo[0] > now:
+            n.latitude, n.longitude, n.elevation, site = memo[1]
+            n.site_code, n.placed = n.site_code or site, True
+        else:
+            todo.append(n)
+    if not todo:
         return
-    reply = await client.graphql(COORDINATES_QUERY, {"names": [n.name for n in nodes]},
+    reply = await client.graphql(COORDINATES_QUERY, {"names": [n.name for n in todo]},
                                  model=m.GqlFindLocationsData, kind="detail")
     found = {g.location_name: g for g in reply.find_locations}
-    for n in nodes:
+    if ttl_s and len(_placements) + len(todo) > MAX_PLACEMENTS:
+        _placements.clear()
+    for n in todo:
         n.placed = True
         g = found.get(n.name)
         if g is not None:
             n.latitude, n.longitude, n.elevation = (g.location_decimal_latitude, g.location_decimal_longitude,
                                                     g.location_elevation)
             n.site_code = n.site_code or g.site_code
+            if ttl_s:
+                _placements[n.name] = (now + ttl_s, (n.latitude, n.longitude, n.elevation, g.site_code))
 
 
 def _catalog_node(c: CatalogLocation) -> Node:
@@ -335,7 +364,7 @@ async def find_locations(
     *, client: UpstreamClient, catalog: LocationCatalog, root: str | None = None, site_codes: list[str] | None = None,
     location_type: str | None = None, query: str | None = None, latitude: float | None = None,
     longitude: float | None = None, radius_km: float = 50.0, include_coordinates: bool = True, max_depth: int = 6,
-    limit: int = 50, offset: int = 0, max_roots: int = 20,
+    limit: int = 50, offset: int = 0, max_roots: int = 20, coordinates_ttl_s: float | None = None,
 ) -> FoundLocations:
     _check_find(root=root, site_codes=site_codes, latitude=latitude, longitude=longitude, radius_km=radius_km,
                 max_depth=max_depth, limit=limit, offset=offset, max_roots=max_roots)
@@ -401,7 +430,7 @@ async def find_locations(
                 f"location_type: {len(need)} locations match, more than a proximity search scans "
                 f"({PROXIMITY_MAX_CANDIDATES})", details={"locations": len(need), "max": PROXIMITY_MAX_CANDIDATES},
                 hint="Narrow with location_type, query, site_codes or max_depth.")
-        await _coordinates(client, need)
+        await _coordinates(client, need, coordinates_ttl_s)
         looked_up = bool(need)
         for n in nodes:
             if n.latitude is not None and n.longitude is not None:
@@ -413,7 +442,7 @@ async def find_locations(
     if include_coordinates and not looked_up:
         missing = [n for n in chosen if not n.placed]
         try:
-            await _coordinates(client, missing)
+            await _coordinates(client, missing, coordinates_ttl_s)
             looked_up = bool(missing)
         except EcoError as exc:
             if exc.code not in ("upstream_error", "upstream_unavailable", "graphql_error", "rate_limited"):

@@ -85,7 +85,8 @@ async def find_locations_tool(args: FindLocationsInput, call: CallContext) -> Fi
         client=ports.upstream_client(), catalog=cat, root=args.root, site_codes=args.site_codes,
         location_type=args.location_type, query=args.query, latitude=args.latitude, longitude=args.longitude,
         radius_km=args.radius_km, include_coordinates=args.include_coordinates, max_depth=args.max_depth,
-        limit=args.limit, offset=args.offset, max_roots=cfg.limits.max_location_roots)
+        limit=args.limit, offset=args.offset, max_roots=cfg.limits.max_location_roots,
+        coordinates_ttl_s=cfg.cache.ttl_s.locations if cfg.cache.enabled else None)
     steps = _item_steps(r.items[0]) if r.items else []
     if r.page.next_offset is not None:
         more = args.model_dump(exclude_defaults=True)

@@ -7,8 +7,14 @@ from collections import Counter
 
 import pytest
 
+from catalog.locations import forget_placements
 from catalog.sites import haversine_km
 from tests.tools.conftest import error_of
+
+
+@pytest.fixture(autouse=True)
+def _no_remembered_coordinates():
+    forget_placements()
 
 
 def _tree(sim, name: str) -> list[dict]:
@@ -96,6 +102,9 @@ async def test_coordinates_for_a_page_come_from_one_batched_graphql_request(run_
                                                          node["locationDecimalLongitude"])
     paged = await run_tool("eco_find_locations", {"root": "HARV", "limit": 30})
     assert paged.requests == 1 and all(i["latitude"] is not None for i in paged.ok["items"])
+    warm = await run_tool("eco_find_locations", {"root": "HARV", "limit": 30})
+    assert warm.requests == 0  # the walk is cached and the page's coordinates remembered
+    assert [i["latitude"] for i in warm.ok["items"]] == [i["latitude"] for i in paged.ok["items"]]
 
 
 async def test_site_codes_walk_several_sites_and_proximity_sorts_nearest_first(run_tool, sim):
