@@ -71,7 +71,7 @@ def internal_error(spec_name: str) -> EcoError:
     )
 
 
-def _finish(spec: ToolSpec, out: Envelope, call: CallContext, acct: Accounting) -> dict[str, Any]:
+def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> dict[str, Any]:
     if not isinstance(out, spec.output_model):
         # A handler returning anything else is a bug; validating a dict keeps it loud.
         out = spec.output_model.model_validate(out)
@@ -89,14 +89,17 @@ def _finish(spec: ToolSpec, out: Envelope, call: CallContext, acct: Accounting) 
     for endpoint in acct.endpoints:
         if endpoint not in payload["source"]["endpoints"]:
             payload["source"]["endpoints"].append(endpoint)
-    payload, trimmed = budget.fit(
+    fields = type(args).model_fields
+    return budget.fit(
         payload,
-        max_bytes=call.cfg.limits.max_result_bytes,
+        max_bytes=call.cfg.limits.hard_max_result_bytes if getattr(spec, "fits_own_budget", False)
+        else call.cfg.limits.max_result_bytes,
         hard_max_bytes=call.cfg.limits.hard_max_result_bytes,
         page_lists=spec.page_lists,
+        tool=spec.name,
+        arguments=args.model_dump(mode="json", exclude_defaults=True),
+        offset_fields=[f for f in fields if f == "offset" or f.endswith("_offset")],
     )
-    payload["notes"].extend(trimmed)
-    return payload
 
 
 async def execute(
@@ -146,7 +149,7 @@ async def _execute(
             out = await spec.handler(args, call)
             # A secret echoed back by an argument or an upstream text is masked in string values,
             # inside the error handling: masking can never surface as a protocol error.
-            payload = redact.scrub_values(_finish(spec, out, call, acct))
+            payload = redact.scrub_values(_finish(spec, args, out, call, acct))
             text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
         except InputNeeded as ask:
             if not call.can_ask:

@@ -85,3 +85,62 @@ async def test_the_first_six_tools_average_at_most_5400_bytes_in_tools_list(http
                                    separators=(",", ":")).encode()) for n in six}
     # The spec's bound is 135,000 bytes for twenty tools: these six must not use more than their share.
     assert sum(sizes.values()) <= 6 * 5400, sizes
+
+
+def _size(payload: dict[str, Any]) -> int:
+    return len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _next(payload: dict[str, Any], tool: str, arg: str) -> dict[str, Any]:
+    steps = [s["arguments"] for s in payload["nextSteps"] if s["tool"] == tool and arg in s["arguments"]]
+    assert len(steps) == 1, payload["nextSteps"]
+    return steps[0]
+
+
+async def test_a_trimmed_page_continues_where_it_ended_in_page_steps_and_notes(http_server, sim_cfg, sim, active_config):  # noqa: F811
+    async with _client(http_server, sim, active_config) as client:
+        first = await _ok(client, "eco_search_products", {"limit": 100, "status": "ALL"})
+        pg = first["page"]
+        assert pg["truncated"] and pg["nextOffset"] == len(first["items"]) < 100
+        step = _next(first, "eco_search_products", "offset")
+        assert step["offset"] == pg["nextOffset"] and step["limit"] == 100
+        assert any(f"offset={pg['nextOffset']}" in n for n in first["notes"])
+        rest = await _ok(client, "eco_search_products", step)
+        # Following the step neither repeats nor skips: it starts right after the last item kept.
+        last_kept = await _ok(client, "eco_search_products", {"status": "ALL", "limit": 1, "offset": pg["nextOffset"] - 1})
+        after = await _ok(client, "eco_search_products", {"status": "ALL", "limit": 1, "offset": pg["nextOffset"]})
+        assert last_kept["items"][0]["productCode"] == first["items"][-1]["productCode"]
+        assert rest["items"][0]["productCode"] == after["items"][0]["productCode"]
+
+        site = await _ok(client, "eco_get_site", {"site": "HARV"})
+        spg = site["dataProductsPage"]
+        assert spg["truncated"] and spg["nextOffset"] == len(site["dataProducts"])
+        assert _next(site, "eco_get_site", "products_offset")["products_offset"] == spg["nextOffset"]
+        assert any(f"products_offset={spg['nextOffset']}" in n for n in site["notes"])
+        assert not any("; continue with offset=" in n for n in site["notes"])
+
+        months = await _ok(client, "eco_get_availability",
+                           {"product": "DP1.00001.001", "format": "months", "limit": 300})
+        mpg = months["page"]
+        assert mpg["truncated"] and mpg["nextOffset"] == len(months["rows"]) < mpg["total"]
+        more = _next(months, "eco_get_availability", "offset")
+        assert more == {"product": "DP1.00001.001", "format": "months", "limit": 300, "offset": mpg["nextOffset"]}
+        following = await _ok(client, "eco_get_availability", more)
+        assert following["rows"][0]["siteCode"] not in {r["siteCode"] for r in months["rows"]}
+
+
+async def test_the_byte_budget_is_measured_on_the_result_as_sent(http_server, sim_cfg, sim, active_config):  # noqa: F811
+    async with _client(http_server, sim, active_config) as client:
+        for tool, args in [("eco_get_site", {"site": "HARV", "include": ["products", "products"], "products_query": ""}),
+                           ("eco_search_products", {"limit": 100, "status": "ALL"}),
+                           ("eco_get_availability", {"product": "DP1.00001.001", "format": "months", "limit": 300})]:
+            payload = await _ok(client, tool, args)
+            assert any("trimmed" in n for n in payload["notes"]), tool
+            assert _size(payload) <= 50_000, (tool, _size(payload))
+
+
+async def test_a_page_that_cannot_hold_one_item_is_result_too_large(http_server, sim_cfg, sim, active_config):  # noqa: F811
+    async with _client(http_server, sim, active_config, limits__max_result_bytes=2000) as client:
+        result = await client.call_tool("eco_get_availability", {"product": "DP1.00001.001", "format": "months"})
+        err = assert_error(result, "result_too_large")
+        assert err["details"]["list"] == "rows"
