@@ -93,9 +93,10 @@ async def find_locations_tool(args: FindLocationsInput, call: CallContext) -> Fi
         steps.append(NextStep(tool="eco_find_locations", arguments={**more, "offset": r.page.next_offset},
                               why="The next page of locations."))
     if r.types_available and len(r.roots) == 1:
+        kind = "TOWER" if "TOWER" in r.types_available else next(iter(r.types_available))
         steps.append(NextStep(tool="eco_find_locations",
-                              arguments={"root": r.roots[0].location_name, "location_type": "TOWER"},
-                              why="Only one type, e.g. the towers (see typesAvailable)."))
+                              arguments={"root": r.roots[0].location_name, "location_type": kind},
+                              why=f"Only the {kind} locations (see typesAvailable for the others)."))
     endpoints = ["/locations/{locationName}"] if r.from_upstream else []
     return FindLocationsOutput(
         roots=r.roots, location_type=r.location_type, types_available=r.types_available,

@@ -69,6 +69,8 @@ async def test_a_site_walk_reports_types_available_costs_one_request_then_none(r
     tower = next(i for i in body["items"] if i["locationType"] == "TOWER")
     assert tower["depth"] == 1 and tower["locationParent"] == "HARV" and tower["siteCode"] == "HARV"
     assert tower["latitude"] is None  # include_coordinates false: no lookup
+    assert {"tool": "eco_find_locations", "arguments": {"root": "HARV", "location_type": "TOWER"},
+            "why": body["nextSteps"][-1]["why"]} in body["nextSteps"]
     again = await run_tool("eco_find_locations", {"root": "HARV", "location_type": "tower",
                                                    "include_coordinates": False})
     assert again.requests == 0
