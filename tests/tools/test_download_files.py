@@ -214,3 +214,14 @@ def test_destinations_are_plain_names(tmp_path: Path):
     with pytest.raises(Exception) as exc:
         paths.plain_name("../x")
     assert getattr(exc.value, "code", None) == "download_denied"
+
+
+async def test_an_expired_signed_url_is_refreshed_by_asking_for_the_file_again(call_tool, fresh_sim, dl_dir):
+    name, data = next(iter(expected(fresh_sim).items()))
+    expired = "<?xml version='1.0' encoding='UTF-8'?><Error><Code>ExpiredToken</Code></Error>"
+    fresh_sim.faults.add("status", route=r"^/storage/", count=1, status=400, body=expired)
+    body = (await call_tool("eco_download_files", {**SEL, "name_contains": name})).ok
+    assert body["files"][0]["status"] == "downloaded"
+    assert fresh_sim.requests.count(rf"^/api/v0/data/{BIRDS}/{SITE}/{MONTH}/{name}$") == 1
+    assert len(storage_requests(fresh_sim)) == 2
+    assert (dl_dir / BIRDS / SITE / MONTH / name).read_bytes() == data
