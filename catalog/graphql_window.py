@@ -9,7 +9,7 @@ catalog's breaker, and shortened to the caller's byte budget.
         the guard rails, then local validation; raises EcoError, sends nothing
     await run_query(client, checked, variables=, max_bytes=) -> GraphQLAnswer
     await describe_type(client, name, max_bytes=) -> GraphQLAnswer   local schema first
-    shorten(data, errors, max_bytes) -> (data, truncated_paths, bytes_total)
+    shorten(data, errors, max_bytes) -> (data, truncated_paths, bytes_total)   cuts data in place
 
 Policy refusals (mutations, a root field outside the list, a second introspection field, size,
 depth, fragment cycles, operation choice) are `invalid_argument` naming what was wrong. Schema
