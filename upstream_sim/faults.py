@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from threading import Lock
 
 KINDS = {"status", "latency", "hang", "reset", "malformed", "graphql_outage", "rate_limit",
-         "bad_md5", "truncate", "redirect"}
+         "bad_md5", "truncate", "redirect",
+         # Record rewrites (REST release and product records; see rest.record_faults):
+         "doi_mismatch", "release_omits"}
 
 
 @dataclass

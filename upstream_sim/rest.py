@@ -81,12 +81,51 @@ def _release_param(request: Request) -> tuple[str | None, Response | None]:
     return (st(request).world.release_by_key[tag]["release"] if tag else None), None
 
 
+# --------------------------------------------------------------------------- record faults
+MISMATCH_DOI = "https://doi.org/10.48443/sim0-mismatch"
+
+
+def record_faults(request: Request) -> list:
+    """Live doi_mismatch / release_omits faults for this path (params: product, release)."""
+    return [f for f in st(request).faults.list()
+            if f.kind in ("doi_mismatch", "release_omits") and f.matches(request.url.path)]
+
+
+def _hits(f, product: str, tag: str) -> bool:
+    return f.params.get("product") == product and f.params.get("release", tag) == tag
+
+
+def _rewrite_release(faults: list, body: dict) -> dict:
+    """A release record as the faults see it: a product's DOI replaced, or the product left out."""
+    out = []
+    for dp in body["dataProducts"]:
+        if any(f.kind == "release_omits" and _hits(f, dp["productCode"], body["release"]) for f in faults):
+            continue
+        if any(f.kind == "doi_mismatch" and _hits(f, dp["productCode"], body["release"]) for f in faults):
+            dp = dict(dp, productDoi=MISMATCH_DOI)
+        out.append(dp)
+    return dict(body, dataProducts=out)
+
+
+def _rewrite_product(faults: list, body: dict) -> dict:
+    """A product record without the releases a release_omits fault names (all when no release)."""
+    omit = [f for f in faults if f.kind == "release_omits" and f.params.get("product") == body["productCode"]]
+    if not omit:
+        return body
+    return dict(body, releases=[r for r in body["releases"] if not any(_hits(f, body["productCode"], r["release"])
+                                                                       for f in omit)])
+
+
 # --------------------------------------------------------------------------- catalog
 async def products(request: Request) -> Response:
     rel, bad = _release_param(request)
     if bad:
         return bad
     w, u = st(request).world, urls_for(request)
+    faults = record_faults(request)
+    if faults:
+        return ok([_rewrite_product(faults, product_json(w, c, u, rel))
+                   for c in w.products if not rel or rel in w.product_releases(c)])
     return cached(request, ("products", rel), lambda: [
         product_json(w, c, u, rel) for c in w.products if not rel or rel in w.product_releases(c)])
 
@@ -98,7 +137,7 @@ async def product(request: Request) -> Response:
     code = request.path_params["code"]
     if code not in st(request).world.products:
         return err(400, "Product code not found")
-    return ok(product_json(st(request).world, code, urls_for(request), rel))
+    return ok(_rewrite_product(record_faults(request), product_json(st(request).world, code, urls_for(request), rel)))
 
 
 async def sites(request: Request) -> Response:
@@ -146,7 +185,8 @@ def manifest(sim: SimState, tag: str) -> tuple[str, bytes]:
 
 async def releases(request: Request) -> Response:
     w = st(request).world
-    return ok([release_json(w, r["release"], urls_for(request), _artifact(request, r["release"]))
+    faults = record_faults(request)
+    return ok([_rewrite_release(faults, release_json(w, r["release"], urls_for(request), _artifact(request, r["release"])))
                for r in w.releases])
 
 
@@ -156,7 +196,7 @@ async def release(request: Request) -> Response:
     if rid not in w.release_by_key:
         return bad_release(st(request))
     tag = w.release_by_key[rid]["release"]
-    return ok(release_json(w, tag, urls_for(request), _artifact(request, tag)))
+    return ok(_rewrite_release(record_faults(request), release_json(w, tag, urls_for(request), _artifact(request, tag))))
 
 
 def _tag(request: Request) -> tuple[str | None, Response | None]:
