@@ -8,8 +8,9 @@
         RELEASE-YYYY (any case), a release uuid, or "latest"
 
 Each result's `.echo()` is what a tool puts under `resolved`. Errors (EcoError):
-    ambiguous_input  a code without revision or a partial name that fits several; even one
-                     partial fit is not taken silently (details.candidates)
+    ambiguous_input  a code without revision or a partial name that fits several
+                     (details.candidates); a partial name that fits one entry resolves to it,
+                     and `resolved` says it matched by partial name
     not_found        nothing fits; details.didYouMean (releases: details.validReleases)
     invalid_argument PROVISIONAL where a release is expected; empty input
 """
@@ -38,7 +39,7 @@ class ResolvedProduct:
     code: str
     name: str
     input: str
-    matched_by: str  # code | code_without_revision | name
+    matched_by: str  # code | code_without_revision | name | partial_name
 
     def echo(self) -> dict[str, Any]:
         return {"input": self.input, "productCode": self.code, "productName": self.name, "matchedBy": self.matched_by}
@@ -49,7 +50,7 @@ class ResolvedSite:
     code: str
     name: str
     input: str
-    matched_by: str  # code | name
+    matched_by: str  # code | name | partial_name
 
     def echo(self) -> dict[str, Any]:
         return {"input": self.input, "siteCode": self.code, "siteName": self.name, "matchedBy": self.matched_by}
@@ -91,7 +92,7 @@ def resolve_product(text: str | None, *, index: CatalogIndex | None = None, fiel
         p = idx.by_code.get(upper)
         if p is None:
             raise EcoError("not_found", f"{field}: no product with code {upper}",
-                           details={"didYouMean": _suggest(upper, {q.code: q.code for q in idx.products}) or None})
+                           details={"didYouMean": _suggest(upper, {q.code: q.code for q in idx.products})})
         return ResolvedProduct(p.code, p.name, raw, "code")
     if BASE_CODE.match(upper):
         found = [p for p in idx.products if p.base_code == upper]
@@ -100,17 +101,19 @@ def resolve_product(text: str | None, *, index: CatalogIndex | None = None, fiel
         if found:
             raise _ambiguous(field, raw, [{"productCode": p.code, "productName": p.name} for p in found])
         raise EcoError("not_found", f"{field}: no product with code {upper}.*",
-                       details={"didYouMean": _suggest(upper, {q.code: q.code for q in idx.products}) or None})
+                       details={"didYouMean": _suggest(upper, {q.code: q.code for q in idx.products})})
     wanted = _norm(raw)
     exact = [p for p in idx.products if _norm(p.name) == wanted]
     if len(exact) == 1:
         return ResolvedProduct(exact[0].code, exact[0].name, raw, "name")
     partial = exact or [p for p in idx.products if wanted and wanted in _norm(p.name)]
+    if len(partial) == 1:
+        return ResolvedProduct(partial[0].code, partial[0].name, raw, "partial_name")
     if partial:
         raise _ambiguous(field, raw, [{"productCode": p.code, "productName": p.name} for p in partial])
     names = {p.code: p.name for p in idx.products}
     suggestions = [f"{c} {names[c]}" for c in _suggest(raw, names)]
-    raise EcoError("not_found", f"{field}: no product named {raw!r}", details={"didYouMean": suggestions or None})
+    raise EcoError("not_found", f"{field}: no product named {raw!r}", details={"didYouMean": suggestions})
 
 
 def _site_name(name: str) -> str:
@@ -131,6 +134,8 @@ def resolve_site(text: str | None, *, index: CatalogIndex | None = None, field: 
     if len(exact) == 1:
         return ResolvedSite(exact[0].code, exact[0].name, raw, "name")
     partial = exact or [s for s in idx.sites if len(wanted) >= 3 and wanted in _site_name(s.name)]
+    if len(partial) == 1:
+        return ResolvedSite(partial[0].code, partial[0].name, raw, "partial_name")
     if partial:
         raise _ambiguous(field, raw, [{"siteCode": s.code, "siteName": s.name} for s in partial])
     choices = {s.code: f"{s.code} {s.name}" for s in idx.sites}
@@ -142,7 +147,7 @@ def resolve_site(text: str | None, *, index: CatalogIndex | None = None, field: 
         keys = [k for _, _, k in near] + [k for k in keys if k not in {n[2] for n in near}]
     suggestions = [choices[c] for c in keys[:5]]
     what = f"code {upper}" if SITE_CODE.match(upper) else f"name {raw!r}"
-    raise EcoError("not_found", f"{field}: no field site with {what}", details={"didYouMean": suggestions or None})
+    raise EcoError("not_found", f"{field}: no field site with {what}", details={"didYouMean": suggestions})
 
 
 def resolve_release(text: str | None, *, index: CatalogIndex | None = None, field: str = "release") -> ResolvedRelease:
@@ -172,7 +177,7 @@ def resolve_release(text: str | None, *, index: CatalogIndex | None = None, fiel
     for r in idx.releases:
         if r.uuid and r.uuid.lower() == raw.lower():
             return ResolvedRelease(r.tag, r.uuid, raw, "uuid")
-    did = [t for t in valid if RELEASE_TAG.match(upper) is None and upper[-4:] in t] or None
+    did = [t for t in valid if RELEASE_TAG.match(upper) is None and upper[-4:] in t]
     raise EcoError("not_found", f"{field}: no release {raw!r}",
                    details={"validReleases": valid, "didYouMean": did})
 

@@ -87,6 +87,9 @@ class EcoError(Exception):
         self.code = code
         self.message = message
         self.details = details or {}
+        if code == "not_found" and self.details.get("didYouMean") is None:
+            # Always a list, so a client can iterate it without a null check (empty: no suggestion).
+            self.details["didYouMean"] = []
         self.hint = hint or DEFAULT_HINTS[code]
         self.retryable = RETRYABLE.get(code, False) if retryable is None else retryable
 

@@ -48,10 +48,10 @@ def test_similar_looking_name_is_never_resolved_silently(idx):
     assert any(s.startswith("DP1.10072.001") for s in e.details["didYouMean"])
 
 
-def test_partial_name_fitting_one_product_is_still_not_taken_silently(idx):
-    e = error_of(resolve_product, "box trapping", index=idx)
-    assert e.code == "ambiguous_input"
-    assert e.details["candidates"] == [{"productCode": "DP1.10072.001", "productName": "Small mammal box trapping"}]
+def test_partial_name_fitting_one_product_resolves_and_says_it_matched_by_partial_name(idx):
+    r = resolve_product("box trapping", index=idx)
+    assert (r.code, r.matched_by) == ("DP1.10072.001", "partial_name")
+    assert r.echo()["matchedBy"] == "partial_name"
 
 
 def test_unknown_product_code_is_not_found_with_did_you_mean(idx):

@@ -144,3 +144,26 @@ async def test_a_page_that_cannot_hold_one_item_is_result_too_large(http_server,
         result = await client.call_tool("eco_get_availability", {"product": "DP1.00001.001", "format": "months"})
         err = assert_error(result, "result_too_large")
         assert err["details"]["list"] == "rows"
+
+
+async def test_a_name_that_fits_one_entry_resolves(http_server, sim_cfg, sim, active_config):  # noqa: F811
+    async with _client(http_server, sim, active_config) as client:
+        site = await _ok(client, "eco_get_site", {"site": "Harvard"})
+        assert site["siteCode"] == "HARV" and site["resolved"]["site"]["matchedBy"] == "partial_name"
+        product = await _ok(client, "eco_get_product", {"product": "2D wind speed"})
+        assert product["productCode"] == "DP1.00001.001"
+        found = await _ok(client, "eco_search_products", {"site": "Harvard Forest"})
+        assert found["items"] and found["resolved"]["site"]["siteCode"] == "HARV"
+        # A name that fits several is still ambiguous_input, with the candidates.
+        err = assert_error(await client.call_tool("eco_get_product", {"product": "temperature"}), "ambiguous_input")
+        assert len(err["details"]["candidates"]) > 1
+
+
+async def test_not_found_always_carries_did_you_mean_as_a_list(http_server, sim_cfg, sim, active_config):  # noqa: F811
+    async with _client(http_server, sim, active_config) as client:
+        for tool, args in [("eco_get_site", {"site": "QQQQ"}), ("eco_get_site", {"site": "zzzzzzzzzzzz"}),
+                           ("eco_get_product", {"product": "DP9.99999.999"}),
+                           ("eco_get_product", {"product": "qqqqqqqqqqqqqqqq xxxxxxxxx"}),
+                           ("eco_get_site", {"site": "HARV", "release": "RELEASE-1999"})]:
+            err = assert_error(await client.call_tool(tool, args), "not_found")
+            assert isinstance(err["details"]["didYouMean"], list), (tool, args, err)
