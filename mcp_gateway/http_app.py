@@ -139,6 +139,9 @@ class EcoHttpApp:
             # that never ends, and a DELETE has no session to end.
             await _send_json(send, 405, {"error": "method not allowed: POST only"}, [(b"allow", b"POST")])
             return
+        # Surrounding whitespace in a header value is not part of it (RFC 9110 §5.5): `Mcp-Name:
+        # eco_ping ` names eco_ping (conformance scenario sep-2243-server-accepts-whitespace-header-value).
+        scope = {**scope, "headers": [(k, v.strip(b" \t")) for k, v in scope.get("headers", ())]}
         if self.cfg.server.json_response or "text/event-stream" not in (_header(scope, b"accept") or ""):
             await self.manager.handle_request(scope, receive, send)
             return
