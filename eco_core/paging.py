@@ -30,9 +30,9 @@ def is_page_size(name: str) -> bool:
 def cap_page_sizes(args: ArgsT, max_limit: int) -> ArgsT:
     """`args` with every page size at most `max_limit`; raises when the caller asked for more."""
     lowered: dict[str, int] = {}
-    for name in type(args).model_fields:
+    for name in filter(is_page_size, type(args).model_fields):
         value = getattr(args, name)
-        if not is_page_size(name) or not isinstance(value, int) or value <= max_limit:
+        if not isinstance(value, int) or value <= max_limit:
             continue
         if name in args.model_fields_set:
             raise EcoError(
