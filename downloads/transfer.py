@@ -22,6 +22,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic import Field
@@ -101,11 +102,10 @@ class Progress:
 def _endpoint(url: str, cfg: EcoConfig) -> str:
     """For messages and accounting: upstream paths without their query, other hosts by name only
     (signed URLs carry credentials in their query)."""
-    parsed = httpx.URL(url)
-    base = httpx.URL(cfg.eco.base_url)
-    if parsed.host == base.host and parsed.path.startswith(base.path):
+    parsed, base = urlsplit(url), urlsplit(cfg.eco.base_url)
+    if parsed.netloc == base.netloc and parsed.path.startswith(base.path):
         return parsed.path[len(base.path):] or "/"
-    return f"storage:{parsed.host}"
+    return f"storage:{parsed.hostname}"
 
 
 def md5_of(path: Path) -> str:
@@ -114,6 +114,12 @@ def md5_of(path: Path) -> str:
         for block in iter(lambda: fh.read(CHUNK), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def _hash_into(h: hashlib._Hash, path: Path) -> None:
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            h.update(block)
 
 
 def _identical(target: Path, item: Item) -> bool:
@@ -165,10 +171,10 @@ class Transfer:
         changed = manifest.changed(old, item.md5, item.release)
         out = dict(path=str(item.rel), name=item.name, source=item.source, md5=item.md5, product_code=item.product,
                    site_code=item.site, month=item.month, release=item.release, changed_upstream=changed)
-        if _identical(target, item):
+        existed = target.exists()
+        if existed and _identical(target, item):
             self.progress.files_done += 1
             return DownloadedFileOut(**out, status="skipped", size=target.stat().st_size, verified=True)
-        existed = target.exists()
         part = target.with_name(target.name + ".part")
         offset = part.stat().st_size if part.is_file() else 0
         if item.exact_size is not None and offset > item.exact_size:
@@ -192,8 +198,7 @@ class Transfer:
                     paths.check_url(url, self.allowed)
                     continue
                 raise
-        self._verify(item, part, size, digest)
-        os.replace(part, target)
+        self._finish(item, part, target, size, digest)
         self.progress.files_done += 1
         done: Status = "replaced" if existed else "resumed" if resumed else "downloaded"
         return DownloadedFileOut(**{**out, "md5": item.md5 or digest}, status=done, size=size, verified=True)
@@ -212,16 +217,17 @@ class Transfer:
             h = hashlib.md5()
             resumed = bool(offset) and resp.status_code == 206
             if resumed:
-                with part.open("rb") as fh:
-                    for block in iter(lambda: fh.read(CHUNK), b""):
-                        h.update(block)
+                await asyncio.to_thread(_hash_into, h, part)
                 size = offset
                 mode = "ab"
             else:
                 size, mode = 0, "wb"
             limit = self.cfg.downloads.max_file_bytes
             self._mkdirs(target.parent)
-            with part.open(mode) as fh:
+            # File work stays on the event loop: a thread hand-off per open or close cost more than
+            # the call itself (bench/bench_downloads.py), and chunks are written as they arrive.
+            fh = part.open(mode)
+            try:
                 async for chunk in resp.aiter_raw():
                     size += len(chunk)
                     if size > limit:
@@ -230,6 +236,8 @@ class Transfer:
                     fh.write(chunk)
                     h.update(chunk)
                     self.progress.add(len(chunk))
+            finally:
+                fh.close()
             announced = resp.headers.get("content-length")
             if announced is not None and announced.isdigit() and size - (offset if resumed else 0) != int(announced):
                 raise EcoError("upstream_unavailable", f"{item.rel}: transfer ended early; call again to resume",
@@ -240,6 +248,10 @@ class Transfer:
             raise mapping.from_transport(exc, endpoint=call.endpoint) from None
         finally:
             await resp.aclose()
+
+    def _finish(self, item: Item, part: Path, target: Path, size: int, digest: str) -> None:
+        self._verify(item, part, size, digest)
+        os.replace(part, target)
 
     def _verify(self, item: Item, part: Path, size: int, digest: str) -> None:
         if not self.cfg.downloads.verify_checksums:
