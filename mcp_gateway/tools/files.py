@@ -50,12 +50,16 @@ class ListFilesOutput(FilesRecord, Envelope):
     pass
 
 
-def _steps(args: ListFilesInput, rec: FilesRecord) -> list[NextStep]:
+def _steps(args: ListFilesInput, rec: FilesRecord, *, stdio: bool) -> list[NextStep]:
     steps: list[NextStep] = []
     if rec.summary.files:
-        sel = args.model_dump(exclude_defaults=True, exclude={"detail", "include_urls", "limit", "offset"})
-        steps.append(NextStep(tool="eco_download_files", arguments=sel,
-                              why=f"Download these {rec.summary.files} files, MD5-verified (stdio only)."))
+        # HTTP neither lists nor runs the download tool: there the signed URLs are the download.
+        if stdio:
+            sel = args.model_dump(exclude_defaults=True, exclude={"detail", "include_urls", "limit", "offset", "filename"})
+        if args.filename:
+            sel["name_contains"] = args.filename  # the download tool selects one file by its name
+            steps.append(NextStep(tool="eco_download_files", arguments=sel,
+                                  why=f"Download these {rec.summary.files} files, MD5-verified."))
         steps.append(NextStep(tool="eco_get_citation", arguments={"product": rec.product_code},
                               why="How to cite the data."))
     if rec.page is not None and rec.page.next_offset is not None:
@@ -74,7 +78,7 @@ async def list_files_tool(args: ListFilesInput, call: CallContext) -> ListFilesO
         include_urls=args.include_urls, limit=args.limit, offset=args.offset)
     source = Source(origin="upstream", api_base_url=call.cfg.eco.base_url)
     return ListFilesOutput(**dict(a.record), resolved=a.resolved, notes=a.notes,
-                           next_steps=_steps(args, a.record), source=source)
+                           next_steps=_steps(args, a.record, stdio=call.transport == "stdio"), source=source)
 
 
 TOOLS = [

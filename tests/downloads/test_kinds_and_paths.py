@@ -67,3 +67,15 @@ def test_host_wildcards_match_subdomains_only():
     assert allowed("data.neonscience.org") and allowed("neon.storage.googleapis.com")
     assert not allowed("storage.googleapis.com.evil.net") and not allowed("evilstorage.googleapis.com")
     assert not allowed("neonscience.org")
+
+
+def test_progress_goes_to_the_downloads_logger_with_files_bytes_and_rate(monkeypatch, caplog):
+    from downloads import transfer
+
+    monkeypatch.setattr(transfer, "PROGRESS_EVERY_S", 0.0)
+    progress = transfer.Progress(total_files=3, total_bytes=3000)
+    progress.files_done = 1
+    with caplog.at_level("INFO", logger="eco.downloads"):
+        progress.add(1000)
+    [line] = [r.getMessage() for r in caplog.records if r.name == "eco.downloads"]
+    assert line.startswith("download progress: 1/3 files, 1000/3000 bytes,") and line.endswith("MB/s")

@@ -149,3 +149,13 @@ async def test_provisional_months_are_left_out_on_request(call_tool, sim):
     assert with_prov["files"] and {f["release"] for f in with_prov["files"]} == {"PROVISIONAL"}
     without = (await call_tool("eco_list_files", {**base, "include_provisional": False})).ok
     assert without["files"] == [] and without["summary"]["files"] == 0
+
+
+async def test_the_download_step_it_suggests_is_accepted_by_the_download_tool(call_tool, sim):
+    name = next(n for n in sim_files(sim, "HARV", MONTH) if ".readme." in n)
+    body = (await call_tool("eco_list_files", {"product": SOIL, "site_codes": ["HARV"], "start_month": MONTH,
+                                               "filename": name, "detail": "files"})).ok
+    step = next(s for s in body["nextSteps"] if s["tool"] == "eco_download_files")
+    assert step["arguments"] == {"product": SOIL, "site_codes": ["HARV"], "start_month": MONTH, "name_contains": name}
+    done = (await call_tool("eco_download_files", step["arguments"])).ok
+    assert [f["name"] for f in done["files"]] == [name]
