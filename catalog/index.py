@@ -23,13 +23,14 @@ import bisect
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from catalog.models import CatalogState, LocationRow, ProductRow, ProductSiteAvailabilityRow, ReleaseRow, SiteRow
 
 CHECK_INTERVAL_S = 1.0
 WORD = re.compile(r"[a-z0-9]+")
+RELEASE_TAG = re.compile(r"RELEASE-(\d{4})")
 STOPWORDS = frozenset("a an and are as at by for from in into is of on or the to with".split())
 # How much a hit in each field counts towards a product's score.
 FIELD_WEIGHTS = {"name": 3.0, "keywords": 2.0, "themes": 1.5, "description": 1.0}
@@ -74,7 +75,10 @@ def overlaps(intervals: tuple[Interval, ...], lo: int, hi: int) -> bool:
 
 @dataclass(frozen=True)
 class Cell:
-    """One product at one site: merged month intervals overall and per release (PROVISIONAL too)."""
+    """One product at one site: merged month intervals overall and per release (PROVISIONAL too).
+
+    `by_release` is the current view: each month under the newest release holding it. `in_release`
+    puts each month under every release that holds it (what a release filter asks about)."""
 
     product_code: str
     site_code: str
@@ -84,6 +88,7 @@ class Cell:
     first_month: str
     last_month: str
     month_count: int
+    in_release: dict[str, tuple[Interval, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,9 @@ class ProductEntry:
     sites: frozenset[str]
     sites_by_release: dict[str, frozenset[str]]
     cells: dict[str, Cell]
+    # Every release holding each month (see Cell.in_release), and the sites with months in each.
+    in_release: dict[str, tuple[Interval, ...]] = field(default_factory=dict)
+    sites_in_release: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def month_range(self) -> str | None:
@@ -240,21 +248,77 @@ def _cell(product_code: str, site_code: str, ranges: dict[str, list[str]], first
     )
 
 
+def _release_year(tag: str) -> int | None:
+    m = RELEASE_TAG.fullmatch(tag)
+    return int(m.group(1)) if m else None
+
+
+def release_cutoffs(cells: list[Cell], tags: set[str]) -> dict[str, int]:
+    """The last month (index) each release holds. The current view shows a month only under its
+    newest release, so an older release's last month is seldom seen: it is what is seen under
+    that tag or, releases being annual (RELEASE-YYYY), a newer release's last month less twelve
+    months a year between them, whichever is later."""
+    seen: dict[str, int] = {}
+    for c in cells:
+        for rel, ivs in c.by_release.items():
+            if ivs and _release_year(rel) is not None and ivs[-1][1] > seen.get(rel, -1):
+                seen[rel] = ivs[-1][1]
+    out: dict[str, int] = {}
+    for tag in tags | set(seen):
+        year = _release_year(tag)
+        if year is None:
+            continue
+        guesses = [last - 12 * (uy - year) for u, last in seen.items()
+                   if (uy := _release_year(u)) is not None and uy >= year]
+        if guesses:
+            out[tag] = max(guesses)
+    return out
+
+
+def _in_release(cell: Cell, cutoffs: dict[str, int], tags: frozenset[str] | None) -> dict[str, tuple[Interval, ...]]:
+    """Each month of the cell under every release holding it: its newest release (as listed) and
+    each older one whose last month is not before it. Provisional months are in no release;
+    `tags`, when known, are the product's releases (a release without the product holds none of it)."""
+    out: dict[str, list[Interval]] = {}
+    for newest, ivs in cell.by_release.items():
+        year = _release_year(newest)
+        if year is None:
+            continue
+        out.setdefault(newest, []).extend(ivs)
+        for tag, last in cutoffs.items():
+            ty = _release_year(tag)
+            if ty is not None and ty < year:
+                clipped = [(a, min(b, last)) for a, b in ivs if a <= last]
+                if clipped:
+                    out.setdefault(tag, []).extend(clipped)
+    return {tag: merge(ivs) for tag, ivs in out.items() if tags is None or tag in tags}
+
+
 def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> CatalogIndex:
     cells_by_product: dict[str, dict[str, Cell]] = {}
     rows = ProductSiteAvailabilityRow.objects.values_list(
         "product_code", "site_code", "by_release", "first_month", "last_month", "month_count")
     for row in rows.iterator(chunk_size=2000):
         cells_by_product.setdefault(row[0], {})[row[1]] = _cell(*row)
+    release_rows = list(ReleaseRow.objects.all().order_by("tag"))
+    cutoffs = release_cutoffs([c for cs in cells_by_product.values() for c in cs.values()],
+                              {r.tag for r in release_rows})
     products: list[ProductEntry] = []
     for p in ProductRow.objects.all().order_by("product_code"):
-        cells = cells_by_product.get(p.product_code, {})
+        product_tags = frozenset(r["release"] for r in p.releases) or None
+        cells = {site: replace(c, in_release=_in_release(c, cutoffs, product_tags))
+                 for site, c in cells_by_product.get(p.product_code, {}).items()}
         releases: dict[str, list[Interval]] = {}
         sites_by_release: dict[str, set[str]] = {}
+        held: dict[str, list[Interval]] = {}
+        sites_in_release: dict[str, set[str]] = {}
         for c in cells.values():
             for rel, ivs in c.by_release.items():
                 releases.setdefault(rel, []).extend(ivs)
                 sites_by_release.setdefault(rel, set()).add(c.site_code)
+            for rel, ivs in c.in_release.items():
+                held.setdefault(rel, []).extend(ivs)
+                sites_in_release.setdefault(rel, set()).add(c.site_code)
         products.append(
             ProductEntry(
                 code=p.product_code,
@@ -283,6 +347,8 @@ def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catal
                 sites=frozenset(cells),
                 sites_by_release={rel: frozenset(s) for rel, s in sites_by_release.items()},
                 cells=cells,
+                in_release={rel: merge(ivs) for rel, ivs in held.items()},
+                sites_in_release={rel: frozenset(s) for rel, s in sites_in_release.items()},
             )
         )
     postings: dict[str, dict[int, float]] = {}
@@ -340,7 +406,7 @@ def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catal
         )
     release_entries = [
         ReleaseEntry(r.tag, r.uuid, r.generation_date, r.product_count, tuple(r.artifacts), dict(r.product_dois))
-        for r in ReleaseRow.objects.all().order_by("tag")
+        for r in release_rows
     ]
     return CatalogIndex(
         versions=versions,

@@ -350,11 +350,11 @@ def _available(p: ProductEntry, site_code, domain_sites, rel, window: bool, lo: 
             cell = p.cells.get(s)
             if cell is None:
                 continue
-            ivs = cell.by_release.get(rel) if rel else cell.all
+            ivs = cell.in_release.get(rel) if rel else cell.all
             if ivs and (not window or overlaps(ivs, lo, hi)):
                 return True
         return False
-    ivs = p.by_release.get(rel) if rel else p.all
+    ivs = p.in_release.get(rel) if rel else p.all
     if rel and not ivs:
         # Released with no availability rows (e.g. AOP mosaics): the product's release list decides.
         return rel in p.release_tags and not window

@@ -264,7 +264,7 @@ def search_sites(
         if stype and s.site_type != stype:
             continue
         if prod is not None:
-            if rel is not None and s.code not in prod.sites_by_release.get(rel, ()):
+            if rel is not None and s.code not in prod.sites_in_release.get(rel, ()):
                 continue
             if rel is None and s.code not in prod.sites:
                 continue
