@@ -1,5 +1,5 @@
 """Over HTTP, through the SDK's real MCP client: eco_list_files answers with the caller's token
-header, its nextSteps point at eco_download_files, which HTTP neither lists nor runs."""
+header; its nextSteps do not offer eco_download_files, which HTTP neither lists nor runs."""
 
 # ruff: noqa: F811  (pytest fixtures imported from other conftest modules are parameters here)
 from __future__ import annotations
@@ -13,8 +13,8 @@ from tests.gateway.checks import assert_valid_tool_result
 from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
 
 
-async def test_list_files_over_http_then_the_download_step_is_refused(http_server, sim_cfg, sim, sim_token,
-                                                                      active_config):
+async def test_list_files_over_http_offers_no_download_step_and_the_download_tool_is_refused(
+        http_server, sim_cfg, sim, sim_token, active_config):
     cfg = token_config(sim, None, server__transport="http", server__allow_insecure_header_token=True)
     active_config(cfg)
     with http_server(cfg) as srv:
@@ -29,6 +29,8 @@ async def test_list_files_over_http_then_the_download_step_is_refused(http_serve
             assert listed["files"] and all(f["url"] for f in listed["files"])
             [get] = sim.requests.matching(r"^/api/v0/data/")
             assert get.headers["x-api-token"] == sim_token
-            step = next(s for s in listed["nextSteps"] if s["tool"] == "eco_download_files")
-            refused = await client.call_tool("eco_download_files", step["arguments"])
+            # HTTP offers no download step (the signed URLs are the download); asked anyway, it is refused.
+            assert "eco_download_files" not in {s["tool"] for s in listed["nextSteps"]}
+            refused = await client.call_tool("eco_download_files", {
+                "product": "DP1.10003.001", "site_codes": ["HARV"], "start_month": "2020-05"})
             assert refused.is_error and refused.structured_content["error"]["code"] == "not_available_in_http_mode"
