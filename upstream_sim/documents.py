@@ -14,7 +14,6 @@ from fpdf import FPDF
 from .datafiles import ByteCache
 from .world import World
 
-
 # Documents no product lists, served for the document tool's failure paths (see rest.document).
 DAMAGED = "NEON.DOC.SIM-DAMAGED"  # application/pdf whose body is not a readable PDF
 NOT_PDF = "NEON.DOC.SIM-NOTPDF"  # a plain-text document
