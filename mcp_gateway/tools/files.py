@@ -56,8 +56,8 @@ def _steps(args: ListFilesInput, rec: FilesRecord, *, stdio: bool) -> list[NextS
         # HTTP neither lists nor runs the download tool: there the signed URLs are the download.
         if stdio:
             sel = args.model_dump(exclude_defaults=True, exclude={"detail", "include_urls", "limit", "offset", "filename"})
-        if args.filename:
-            sel["name_contains"] = args.filename  # the download tool selects one file by its name
+            if args.filename:
+                sel["name_contains"] = args.filename  # the download tool selects one file by its name
             steps.append(NextStep(tool="eco_download_files", arguments=sel,
                                   why=f"Download these {rec.summary.files} files, MD5-verified."))
         steps.append(NextStep(tool="eco_get_citation", arguments={"product": rec.product_code},

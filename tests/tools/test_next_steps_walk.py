@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.downloads.conftest import sim_token, token_config  # noqa: F401  (fixtures)
+from tests.downloads.conftest import call_tool, dl_dir, sim_token, token_config  # noqa: F401  (fixtures)
 from tests.gateway.checks import assert_valid_tool_result
 from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
 
@@ -103,6 +103,10 @@ async def test_every_next_step_from_a_seed_per_family_names_a_listed_tool_valida
                         problems.append(f"{tool}({arguments}) from {origin} failed: {result.structured_content}")
                     continue
                 payload = assert_valid_tool_result(tools[tool], result)
+                if tool == "eco_list_files" and origin == "seed" and payload["files"]:
+                    # An agent narrowing the listing to one file it saw (a filename once broke the steps).
+                    one = {k: v for k, v in arguments.items() if k != "limit"} | {"filename": payload["files"][0]["name"]}
+                    queue.append((tool, one, "one file of the seed listing"))
                 next_offsets = {p["nextOffset"] for p in _pages(payload).values() if p.get("nextOffset") is not None}
                 for step in payload["nextSteps"]:
                     target, args = step["tool"], step["arguments"]
@@ -166,3 +170,10 @@ async def test_following_the_next_page_step_to_the_end_lists_every_item_once_ove
                 paged = await _page_through(client, tools[name], {**base, limit_arg: 3}, page_key,
                                             items_key, id_key, offset_arg)
                 assert paged == everything, name  # same order: nothing repeated, nothing skipped
+
+
+async def test_over_stdio_a_listing_without_a_filename_still_suggests_downloading_what_it_selected(call_tool):
+    # The HTTP rule (no download step) must not take the step away where the tool runs.
+    selection = {"product": PRODUCT, "site_codes": ["HARV"], "start_month": "2020-05"}
+    body = (await call_tool("eco_list_files", {**selection, "limit": 3})).ok
+    assert [s["arguments"] for s in body["nextSteps"] if s["tool"] == "eco_download_files"] == [selection]
