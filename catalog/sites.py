@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 SITE_SECTIONS = ("products", "releases", "description", "location")
 FIELD_SITES = "https://www.neonscience.org/field-sites"
-# Upstream failures after which elevations come from the catalog instead (with a note).
+# Upstream failures after which elevations, or a site's products, come from the catalog instead (with a note).
 ELEVATION_FALLBACK = ("upstream_error", "upstream_unavailable", "rate_limited")
 
 Placement = tuple[float | None, float | None, float | None, int | None, str | None]
@@ -400,7 +400,7 @@ def _catalog_site(idx: CatalogIndex, code: str) -> Parts:
     return base, releases, cells
 
 
-def _record_site(rec: upstream_models.Site, tag: str) -> Parts:
+def _record_site(rec: upstream_models.Site, tag: str | None) -> Parts:
     base = {"site_name": rec.site_name, "site_description": rec.site_description, "site_type": rec.site_type,
             "site_latitude": rec.site_latitude, "site_longitude": rec.site_longitude, "state_code": rec.state_code,
             "state_name": rec.state_name, "domain_code": rec.domain_code, "domain_name": rec.domain_name,
@@ -423,13 +423,24 @@ async def site_detail(
     wanted = set(SITE_SECTIONS) if "all" in include else set(include)
     notes: list[str] = []
     tag = None
+    record_read = True
     if release is not None:
         rr = resolve.resolve_release(release, index=idx)
         tag, resolved["release"] = rr.tag, rr.echo()
         base, releases, cells = _record_site(await client.site(r.code, release=tag), tag)
         notes.append(f"The site as published in {tag}.")
     else:
-        base, releases, cells = _catalog_site(idx, r.code)
+        # The site's own record, as the catalog's product count (eco_search_sites) was built from:
+        # its products and release links. The product catalog's site lists can disagree with it.
+        try:
+            base, releases, cells = _record_site(await client.site(r.code), None)
+        except EcoError as exc:
+            if exc.code not in ELEVATION_FALLBACK:
+                raise
+            base, releases, cells = _catalog_site(idx, r.code)
+            record_read = False
+            notes.append(f"Products and releases come from the cached catalog: GET /sites/{r.code} failed "
+                         f"({exc.code}); productCount there counts products whose record lists this site.")
     description, cut = clip(base.pop("site_description"), text_budget)
     if cut:
         notes.append(f"siteDescription clipped to {text_budget} characters.")
@@ -448,4 +459,4 @@ async def site_detail(
         releases=releases if "releases" in wanted else None, data_products=data_products,
         data_products_page=data_products_page, location=location,
     )
-    return Answer(record, resolved=resolved, notes=notes, from_upstream=tag is not None or location is not None)
+    return Answer(record, resolved=resolved, notes=notes, from_upstream=record_read or location is not None)

@@ -177,11 +177,19 @@ async def test_product_record_from_the_catalog_echoes_the_resolution(idx):
     assert a.record.releases and a.record.releases[-1].doi.startswith("https://doi.org/")
 
 
-async def test_site_record_lists_the_products_available_there(idx):
-    a = await site_detail(idx=idx, client=NoUpstream(), base_url="https://x/api/v0", site="harv", release=None,
-                          include=["products"], products_limit=300)
+class FailingSiteRecord:
+    """An upstream whose site records are unavailable."""
+
+    async def site(self, code, release=None):
+        raise EcoError("upstream_unavailable", f"GET /sites/{code}: the upstream did not answer")
+
+
+async def test_site_record_lists_the_catalog_products_available_there_when_the_site_record_fails(idx):
+    a = await site_detail(idx=idx, client=FailingSiteRecord(), base_url="https://x/api/v0", site="harv",
+                          release=None, include=["products"], products_limit=300)
     assert a.record.site_code == "HARV" and not a.from_upstream
     assert {p.product_code for p in a.record.data_products} == {p.code for p in idx.products if "HARV" in p.sites}
+    assert any("GET /sites/HARV failed (upstream_unavailable)" in n for n in a.notes)
 
 
 async def test_site_elevation_comes_from_the_catalog_when_the_location_records_fail(idx):

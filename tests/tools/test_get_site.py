@@ -6,9 +6,10 @@ from catalog.months import to_ranges
 from tests.tools.conftest import error_of
 
 
-async def test_default_gives_the_site_and_its_products_from_the_catalog_with_no_request(run_tool, sim):
+async def test_default_gives_the_site_and_its_products_from_its_record_read_once_then_from_cache(run_tool, sim):
     out = await run_tool("eco_get_site", {"site": "harv", "products_limit": 20})
-    assert out.requests == 0
+    assert out.meta["requests"] + out.meta["cacheHits"] == 1
+    assert (await run_tool("eco_get_site", {"site": "harv", "products_limit": 20})).requests == 0
     body = out.ok
     s = sim.world.sites["HARV"]
     for key in ("siteCode", "siteName", "siteType", "siteLatitude", "siteLongitude", "stateCode", "stateName",
@@ -65,7 +66,7 @@ async def test_releases_and_description_sections(run_tool, sim):
 
 async def test_location_section_reads_the_location_record_once_then_from_cache(run_tool, sim):
     first = await run_tool("eco_get_site", {"site": "BART", "include": ["location"]})
-    assert first.meta["requests"] + first.meta["cacheHits"] == 1
+    assert first.meta["requests"] + first.meta["cacheHits"] == 2  # the site record, then the location record
     loc = first.ok["location"]
     s = sim.world.sites["BART"]
     assert loc["locationName"] == "BART" and loc["elevation"] == s["_elevation"]

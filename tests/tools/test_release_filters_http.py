@@ -7,6 +7,7 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from mcp import Client
 
 from tests.gateway.checks import assert_valid_tool_result
@@ -82,3 +83,40 @@ async def test_an_older_release_combined_with_a_domain_or_a_month_finds_the_prod
         late = await _ok(client, "eco_search_products", {"release": "RELEASE-2021", "available_from": "2022-01"})
         assert late["items"] == []
         assert (await _ok(client, "eco_search_products", {"available_from": "2022-01"}))["items"]
+
+
+def _omit_from_product_catalog(product: str, site: str) -> Any:
+    """The product catalog no longer lists `site` for `product` while the site's record still
+    lists the product: the upstream's product list and site list disagree. Returns the row."""
+    from catalog import index
+    from catalog.models import ProductSiteAvailabilityRow
+
+    row = ProductSiteAvailabilityRow.objects.get(product_code=product, site_code=site)
+    row.delete()
+    index.reset()
+    return row
+
+
+def _restore(row: Any) -> None:
+    from catalog import index
+
+    row.pk = None
+    row.save()
+    index.reset()
+
+
+async def test_get_site_and_search_sites_agree_on_product_count_when_product_and_site_lists_disagree(
+        http_server, sim_cfg, sim, active_config):  # noqa: F811
+    async with _client(http_server, sim, active_config) as client:
+        row = await sync_to_async(_omit_from_product_catalog)("DP1.00001.001", "HARV")
+        try:
+            found = await _ok(client, "eco_search_sites", {"query": "HARV"})
+            site = await _ok(client, "eco_get_site", {"site": "HARV", "include": ["products", "releases"],
+                                                      "products_query": "DP1.00001"})
+        finally:
+            await sync_to_async(_restore)(row)
+        assert found["items"][0]["siteCode"] == "HARV"
+        assert site["productCount"] == found["items"][0]["productCount"] == len(sim.world.site_products("HARV"))
+        assert [p["productCode"] for p in site["dataProducts"]] == ["DP1.00001.001"]
+        # Release links come from the site record, as the upstream publishes them.
+        assert site["releases"] and all(r["url"] == f"{sim.base_url}/releases/{r['release']}" for r in site["releases"])
