@@ -26,6 +26,9 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types import PROTOCOL_VERSION_META_KEY
+from mcp_types.jsonrpc import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from eco_core import __version__
@@ -142,10 +145,48 @@ class EcoHttpApp:
         # Surrounding whitespace in a header value is not part of it (RFC 9110 §5.5): `Mcp-Name:
         # eco_ping ` names eco_ping (conformance scenario sep-2243-server-accepts-whitespace-header-value).
         scope = {**scope, "headers": [(k, v.strip(b" \t")) for k, v in scope.get("headers", ())]}
+        version = _header(scope, b"mcp-protocol-version")
+        if version is not None and version not in KNOWN_PROTOCOL_VERSIONS:
+            # The SDK checks the header only against a modern envelope (-32020 when they differ,
+            # -32022 when both name an unsupported version); a body without one got -32602 about
+            # params._meta, which tells the client nothing about its version.
+            envelope_body = await self._unsupported_version(version, receive, send)
+            if envelope_body is None:
+                return
+            receive = _replay(envelope_body, receive)
         if self.cfg.server.json_response or "text/event-stream" not in (_header(scope, b"accept") or ""):
             await self.manager.handle_request(scope, receive, send)
             return
         await self.manager.handle_request(scope, receive, _SingleSseFrame(send))
+
+    async def _unsupported_version(self, version: str, receive: Receive, send: Send) -> bytes | None:
+        """-32022 (HTTP 400) naming every version served, the request's id echoed when the body
+        (read up to the request size limit) is a JSON-RPC request. A body with a modern envelope
+        is returned instead, for the SDK to compare header and envelope."""
+        body, limit = bytearray(), self.cfg.server.max_request_body_size
+        while len(body) <= limit:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None  # the client went away
+            body.extend(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        try:
+            parsed = json.loads(bytes(body)) if len(body) <= limit else None
+        except ValueError:
+            parsed = None
+        params = parsed.get("params") if isinstance(parsed, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
+            return bytes(body)
+        rid = parsed.get("id") if isinstance(parsed, dict) else None
+        if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+            rid = None
+        error = {"code": UNSUPPORTED_PROTOCOL_VERSION, "message": f"Unsupported protocol version {version[:64]!r} "
+                 "in the MCP-Protocol-Version header",
+                 "data": {"supported": list(KNOWN_PROTOCOL_VERSIONS), "requested": version[:64]}}
+        await _send_json(send, 400, {"jsonrpc": "2.0", "id": rid, "error": error})
+        return None
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
@@ -177,6 +218,21 @@ class EcoHttpApp:
         except Exception:
             # /readyz keeps answering warming; the next catalog refresh retries.
             log.exception("catalog prewarm failed")
+
+
+def _replay(body: bytes, then: Receive) -> Receive:
+    """A receive channel that gives the already read `body` again, then what the client sends
+    next (its disconnect: the body was read to the end)."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await then()
+
+    return receive
 
 
 class _SingleSseFrame:
