@@ -3,6 +3,8 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DJANGO_SETTINGS_MODULE=eco_service.settings
 WORKDIR /app
 COPY pyproject.toml README.md ./
+COPY eco_core ./eco_core
+COPY upstream ./upstream
 COPY eco_service ./eco_service
 COPY catalog ./catalog
 COPY mcp_gateway ./mcp_gateway
@@ -10,6 +12,8 @@ COPY downloads ./downloads
 COPY upstream_sim ./upstream_sim
 COPY templates ./templates
 COPY manage.py ./
+# The admin's CSS, JS and icons go to /app/staticfiles (outside the data folder, so a volume on
+# /app/data cannot hide them); WhiteNoise serves them from there (eco_service/static.py).
 RUN pip install --no-cache-dir . && python manage.py collectstatic --noinput
 RUN useradd --create-home eco && mkdir -p /app/data && chown eco /app/data
 USER eco

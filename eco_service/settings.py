@@ -89,6 +89,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (the admin's CSS, JS, icons) are answered here, before sessions and CSRF.
+    "eco_service.static.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -166,7 +168,13 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
-STATIC_ROOT = DATA_DIR / "static"
+# Built with the code (`collectstatic` in scripts/setup and in the image), not data: outside the
+# data folder, so a volume mounted on /app/data or a demo's own data folder does not hide it.
+STATIC_ROOT = BASE_DIR / "staticfiles"
+# WhiteNoise serves STATIC_ROOT whatever DEBUG says. Where nothing was collected (a checkout that
+# skipped scripts/setup, a wheel installed elsewhere) it serves the apps' own static folders, so
+# the admin is never unstyled; the collected copy is what deployments serve.
+WHITENOISE_USE_FINDERS = not (STATIC_ROOT / "admin").is_dir()
 
 # Logs always go to stderr: on stdio, stdout carries only MCP framing.
 LOGGING = {
