@@ -1,6 +1,7 @@
 """The in-memory search index over the persistent catalogs, one per process.
 
     get_index() -> CatalogIndex     the current index (built on first use)
+    peek_index() -> index | None    the current index if no version check is due (no database)
     mark_dirty()                    this process just swapped a catalog: rebuild at next use
 
 Freshness without a query per call: `get_index()` compares the catalog versions in the
@@ -172,6 +173,9 @@ class CatalogInfo:
     source: str | None
     refreshed_at: datetime | None
     row_count: int
+    # The upstream the catalog was built from (see catalog.status.upstream_mismatch).
+    rest_base: str = ""
+    graphql_url: str = ""
 
 
 @dataclass
@@ -431,14 +435,24 @@ _checked_at = 0.0
 _dirty = True
 
 
+_generation = 0
+
+
 def mark_dirty() -> None:
-    global _dirty
+    global _dirty, _generation
     _dirty = True
+    _generation += 1
+
+
+def generation() -> int:
+    """Moves whenever this process swapped a catalog or forgot the index: a short-lived cache of
+    catalog state (eco_ping's) compares it to know it is stale at once."""
+    return _generation
 
 
 def _read_versions() -> tuple[dict[str, int], dict[str, CatalogInfo]]:
     info = {
-        s.catalog: CatalogInfo(s.version, s.source or None, s.refreshed_at, s.row_count)
+        s.catalog: CatalogInfo(s.version, s.source or None, s.refreshed_at, s.row_count, s.rest_base, s.graphql_url)
         for s in CatalogState.objects.all()
     }
     return {c: i.version for c, i in info.items()}, info
@@ -463,8 +477,19 @@ def get_index(*, clock=time.monotonic) -> CatalogIndex:
         return _index
 
 
+def peek_index(*, clock=time.monotonic) -> CatalogIndex | None:
+    """The index when `get_index()` would return it without reading the database, else None.
+    Safe on the event loop: an async caller that gets an index skips a thread hop, which costs
+    more than the call's own work for the cheapest catalog reads."""
+    current = _index
+    if current is not None and not _dirty and clock() - _checked_at < CHECK_INTERVAL_S:
+        return current
+    return None
+
+
 def reset() -> None:
     """Forget the index (tests; a process that switched databases)."""
-    global _index, _checked_at, _dirty
+    global _index, _checked_at, _dirty, _generation
     with _lock:
         _index, _checked_at, _dirty = None, 0.0, True
+        _generation += 1

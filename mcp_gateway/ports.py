@@ -2,6 +2,7 @@
 place, so each is wired once and faked once in tests.
 
     catalog_status(cfg) -> dict      per catalog: count, ageSeconds, source, stale; plus "ready"
+    catalog_generation() -> int      moves when this process swaps a catalog
     readiness(cfg) -> (bool, dict)   what /readyz answers
     prewarm(cfg)                     async; builds the catalogs (run in the background on HTTP)
     upstream_client()                the one shared upstream client
@@ -21,6 +22,13 @@ if TYPE_CHECKING:
 
 def catalog_status(cfg: EcoConfig) -> dict[str, Any]:
     return catalog_status_mod.catalog_status(cfg)
+
+
+def catalog_generation() -> int:
+    """Moves when this process swaps a catalog or forgets its index (catalog.index.generation)."""
+    from catalog.index import generation
+
+    return generation()
 
 
 def readiness(cfg: EcoConfig) -> tuple[bool, dict[str, Any]]:

@@ -4,6 +4,7 @@ output types live with each family's reads in catalog/."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -11,7 +12,7 @@ from typing import Any, TypeVar
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from catalog.index import CatalogIndex, get_index
+from catalog.index import CHECK_INTERVAL_S, CatalogIndex, get_index, peek_index
 from catalog.services import due_catalogs, ensure_catalogs
 from eco_core.config import EcoConfig
 from mcp_gateway import ports
@@ -26,6 +27,8 @@ T = TypeVar("T")
 # sync work; a bounded pool of their own keeps them moving and caps their DB connections.
 CATALOG_READ_THREADS = 4
 _catalog_pool = ThreadPoolExecutor(max_workers=CATALOG_READ_THREADS, thread_name_prefix="eco-catalog-read")
+# (configuration, monotonic deadline): nothing was due for that configuration until then.
+_not_due: tuple[EcoConfig | None, float] = (None, 0.0)
 
 
 def _closing_connections(fn: Callable[..., T]) -> Callable[..., T]:
@@ -56,7 +59,18 @@ async def catalog_index(cfg: EcoConfig) -> CatalogIndex:
     call's accounting), so a cold stdio server still answers its first search.
 
     The common case (warm, nothing due, not even a refresh-ahead) is decided on the catalog-read
-    pool; only when something is due does ensure_catalogs build or schedule it."""
+    pool; only when something is due does ensure_catalogs build or schedule it.
+
+    Between the index's version checks (CHECK_INTERVAL_S) the index is answered on the event
+    loop, without a thread hop: the two hops cost more than a search (profiled under load), and
+    whether a catalog is due is checked at most once an interval per configuration, as often
+    as the index itself looks at the database."""
+    global _not_due
+    idx = peek_index()
+    if idx is not None and _not_due[0] is cfg and time.monotonic() < _not_due[1]:
+        return idx
     if await catalog_read(due_catalogs, cfg, ahead=cfg.cache.refresh_ahead):
         await ensure_catalogs(cfg, client=ports.upstream_client(), need=NEEDED)
+    else:
+        _not_due = (cfg, time.monotonic() + CHECK_INTERVAL_S)
     return await catalog_read(get_index)
