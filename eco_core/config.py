@@ -220,11 +220,33 @@ class Server(_Section):
     tools_list_ttl_ms: int = Field(300000, ge=0, le=86400000, description="Cache hint for tools/list.")
     log_level: Literal["debug", "info", "warning", "error", "critical"] = Field("info", description="Log level.")
     instructions_extra: str | None = Field(None, max_length=4000, description="Appended to the server instructions.")
+    ops_token: Secret | None = Field(None, description=(
+        "Bearer token for machines calling /api/ops/ (16+ characters; env or YAML); unset: staff sessions only."))
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=True, arbitrary_types_allowed=True)
 
     @field_validator("log_level", "transport", mode="before")
     @classmethod
     def _lower(cls, v: Any) -> Any:
         return v.lower() if isinstance(v, str) else v
+
+    @field_validator("ops_token", mode="before")
+    @classmethod
+    def _wrap_ops_token(cls, v: Any) -> Any:
+        if v is None or isinstance(v, Secret):
+            return v
+        if not isinstance(v, str):
+            raise TypeError("must be a string")
+        if not v.strip():
+            return None
+        # A guessable token would open the ops API (and its refresh trigger) to anyone.
+        if len(v.strip()) < 16:
+            raise ValueError("must be at least 16 characters")
+        return Secret(v.strip())
+
+    @field_serializer("ops_token")
+    def _mask_ops_token(self, v: Secret | None) -> str | None:
+        return None if v is None else "********"
 
 
 class EcoConfig(_Section):

@@ -1,0 +1,59 @@
+"""Celery tasks of the composition root (found by the Celery app's autodiscovery), and the
+state of refreshes queued through the ops API (eco_service.ops_api): kept in Django's cache for
+a day, so the web process that queued one and the worker that runs it must share that cache
+(REDIS_URL) when Celery is used."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from celery import shared_task
+from django.core.cache import cache
+
+log = logging.getLogger("eco.ops")
+
+OPS_REFRESH_TASK = "eco_service.ops_refresh"
+STATE_TTL_S = 86400
+STATE_KEY = "eco:ops:refresh:{}"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def save_state(state: dict[str, Any]) -> None:
+    cache.set(STATE_KEY.format(state["id"]), state, STATE_TTL_S)
+
+
+def load_state(request_id: str) -> dict[str, Any] | None:
+    return cache.get(STATE_KEY.format(request_id))
+
+
+def run_refresh(request_id: str) -> None:
+    """Run a queued refresh and record its state (a Celery worker or this process's thread)."""
+    from catalog.tasks import refresh_catalogs_task
+
+    state = load_state(request_id)
+    if state is None:
+        log.warning("ops refresh %s: no state recorded (expired or another cache); not run", request_id)
+        return
+    save_state({**state, "state": "running"})
+    try:
+        # Called, not queued: this already is the worker (or the in-process thread).
+        outcomes = refresh_catalogs_task(catalogs=state["catalogs"], source=state["source"], trigger="ops")
+    except Exception as exc:
+        log.exception("ops refresh %s failed", request_id)
+        save_state({**state, "state": "failed", "finishedAt": now_iso(), "error": type(exc).__name__})
+        return
+    ok = all(o.get("ok") for o in outcomes)
+    save_state({**state, "state": "succeeded" if ok else "failed", "finishedAt": now_iso(), "outcomes": outcomes,
+                "error": None if ok else "; ".join(f"{o['catalog']}: {o.get('error')}" for o in outcomes
+                                                   if not o.get("ok"))})
+
+
+@shared_task(name=OPS_REFRESH_TASK)
+def ops_refresh_task(request_id: str) -> None:
+    """A refresh queued through the ops API; its state is kept where the API reads it."""
+    run_refresh(request_id)
