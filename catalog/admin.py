@@ -17,7 +17,8 @@ from catalog.models import (
     ReleaseRow,
     SiteRow,
 )
-from catalog.status import catalog_status, upstream_cache_info
+from catalog.status import catalog_status, upstream_cache_info, upstream_mismatch
+from eco_core.config import get_config
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -95,7 +96,8 @@ def refresh_now(modeladmin, request, queryset) -> None:
 
 @admin.register(CatalogState)
 class CatalogStateAdmin(ReadOnlyAdmin):
-    list_display = ("catalog", "row_count", "age", "stale", "source", "refreshed_at", "version", "last_error")
+    list_display = ("catalog", "row_count", "age", "stale", "source", "rest_base", "graphql_url", "served",
+                    "refreshed_at", "version", "last_error")
     actions = [refresh_now]
 
     def changelist_view(self, request, extra_context=None):
@@ -112,3 +114,10 @@ class CatalogStateAdmin(ReadOnlyAdmin):
     @admin.display(boolean=True)
     def stale(self, obj: CatalogState) -> bool:
         return catalog_status()[obj.catalog]["stale"]
+
+    @admin.display(description="served (built from the configured upstream)")
+    def served(self, obj: CatalogState) -> str:
+        if not obj.row_count:
+            return "–"
+        why = upstream_mismatch(obj.rest_base, obj.graphql_url, get_config())
+        return f"no: {why}" if why else "yes"

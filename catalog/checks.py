@@ -8,7 +8,10 @@ import re
 
 from catalog.index import CatalogIndex
 from catalog.months import MONTH, month_index
+from catalog.status import upstream_mismatch
+from eco_core.config import get_config
 from eco_core.errors import EcoError
+from upstream.mapping import host_of, unreachable_hint
 
 # The tools accept the domain in either case; the reads upper-case it before comparing.
 DOMAIN_PATTERN = r"^[Dd](0[1-9]|1\d|20)$"
@@ -45,7 +48,15 @@ def domain_code(value: str | None) -> str | None:
 
 
 def built(idx: CatalogIndex, catalog: str) -> None:
-    """Raise catalog_unavailable when `catalog` has never been built."""
+    """Raise catalog_unavailable when `catalog` has never been built, or was built from another
+    upstream than the configured one (never served: see catalog.status.upstream_mismatch)."""
     info = idx.info.get(catalog)
     if info is None or not info.row_count:
         raise EcoError("catalog_unavailable", f"the {catalog} catalog has not been built yet")
+    cfg = get_config()
+    why = upstream_mismatch(info.rest_base, info.graphql_url, cfg)
+    if why:
+        raise EcoError("catalog_unavailable", f"the {catalog} catalog is not served: {why}",
+                       details={"catalog": catalog, "builtFrom": info.rest_base or None,
+                                "configured": cfg.eco.base_url},
+                       hint=unreachable_hint(host_of(cfg.eco.base_url)))

@@ -36,6 +36,11 @@ class CatalogState(models.Model):
     # The last attempt, successful or not: a failure here with an intact catalog means "degraded".
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
+    # The upstream the rows came from. A catalog is served only while the configured upstream is
+    # this one (catalog.status.upstream_mismatch): a catalog built against a simulator must never
+    # answer as NEON's. Empty (catalogs from before these fields) counts as a mismatch.
+    rest_base = models.CharField("REST base", max_length=500, blank=True, default="")
+    graphql_url = models.CharField("GraphQL URL", max_length=500, blank=True, default="")
 
     class Meta:
         verbose_name = "catalog state"
@@ -182,6 +187,7 @@ class CatalogRefresh(models.Model):
     class Meta:
         ordering = ["-started_at"]
         get_latest_by = "started_at"
+        verbose_name_plural = "catalog refreshes"
 
     def __str__(self) -> str:
         return f"{self.catalog} {self.started_at:%Y-%m-%d %H:%M:%S} {'ok' if self.ok else 'failed'}"

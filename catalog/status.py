@@ -1,11 +1,17 @@
 """How warm and how fresh the catalogs are: for eco_ping's `catalog`, /readyz and the admin.
 
     catalog_status() -> {"products": {"count", "ageSeconds", "source", "refreshedAt", "stale",
-                                      "lastError"}, "sites": ..., "releases": ..., "locations": ...,
-                         "ready": bool, "degraded": bool}
-    readiness() -> (False, {"status": "warming"})                      until products and sites exist
-                 | (True, {"status": "ready", "catalogs": {name: ageSeconds|None},
-                           "degraded": bool, "tokenConfigured": bool})
+                                      "lastError", "restBase", "graphqlUrl", "upstreamMismatch"},
+                         "sites": ..., "releases": ..., "locations": ..., "ready": bool, "degraded": bool}
+    readiness() -> (False, {"status": "warming", ["upstreamMismatch": {name: why}]})
+                        until products and sites exist, built from the configured upstream
+                 | (True, {"status": "ready", "catalogs": {name: {"ageSeconds", "rows", "restBase",
+                           "graphqlUrl", "upstreamMismatch"}}, "degraded": bool, "tokenConfigured": bool})
+    upstream_mismatch(rest_base, graphql_url, cfg) -> why | None
+
+A catalog is served only for the upstream it was built from: `upstreamMismatch` (null when they
+agree) says why one is not, and such a catalog counts as missing for readiness and for
+catalog.services.warm, which rebuilds it before a tool reads it.
 
 Both are synchronous and read the database (one small query): from async code call them
 through `asgiref.sync.sync_to_async`.
@@ -36,10 +42,26 @@ def _graphql_breaker_open() -> bool:
     return graphql_breaker_state().get("state") == "open"
 
 
+def _same(a: str, b: str) -> bool:
+    return a.rstrip("/").lower() == b.rstrip("/").lower()
+
+
+def upstream_mismatch(rest_base: str, graphql_url: str, cfg: EcoConfig) -> str | None:
+    """Why a catalog built from `rest_base` and `graphql_url` must not be served under `cfg`,
+    or None when it may be. Both addresses must agree: products and sites may come from either."""
+    if not rest_base and not graphql_url:
+        return f"built before catalogs recorded their upstream; the service now uses {cfg.eco.base_url}"
+    if _same(rest_base, cfg.eco.base_url) and _same(graphql_url, cfg.eco.graphql_url):
+        return None
+    return (f"built from {rest_base} (GraphQL {graphql_url}); the service now uses {cfg.eco.base_url} "
+            f"(GraphQL {cfg.eco.graphql_url})")
+
+
 def _entry(state: CatalogState | None, catalog: str, cfg: EcoConfig, now: datetime) -> dict[str, Any]:
     if state is None or state.refreshed_at is None:
         return {"count": 0, "ageSeconds": None, "source": None, "refreshedAt": None, "stale": True,
-                "lastError": state.last_error or None if state else None}
+                "lastError": state.last_error or None if state else None, "restBase": None, "graphqlUrl": None,
+                "upstreamMismatch": None}
     age = int((now - state.refreshed_at).total_seconds())
     return {
         "count": state.row_count,
@@ -48,6 +70,9 @@ def _entry(state: CatalogState | None, catalog: str, cfg: EcoConfig, now: dateti
         "refreshedAt": state.refreshed_at.isoformat().replace("+00:00", "Z"),
         "stale": age > ttl_for(catalog, cfg),
         "lastError": state.last_error or None,
+        "restBase": state.rest_base or None,
+        "graphqlUrl": state.graphql_url or None,
+        "upstreamMismatch": upstream_mismatch(state.rest_base, state.graphql_url, cfg),
     }
 
 
@@ -56,7 +81,8 @@ def catalog_status(cfg: EcoConfig | None = None) -> dict[str, Any]:
     now = datetime.now(UTC)
     states = {s.catalog: s for s in CatalogState.objects.all()}
     out: dict[str, Any] = {c: _entry(states.get(c), c, cfg, now) for c in CATALOGS}
-    out["ready"] = all(out[c]["count"] > 0 for c in READY_NEEDS)
+    # A catalog from another upstream is not served, so it cannot make the service ready.
+    out["ready"] = all(out[c]["count"] > 0 and out[c]["upstreamMismatch"] is None for c in READY_NEEDS)
     out["degraded"] = _graphql_breaker_open() or any(s.last_error for s in states.values())
     return out
 
@@ -65,10 +91,17 @@ def readiness(cfg: EcoConfig | None = None) -> tuple[bool, dict[str, Any]]:
     cfg = cfg or get_config()
     status = catalog_status(cfg)
     if not status["ready"]:
-        return False, {"status": "warming"}
+        body: dict[str, Any] = {"status": "warming"}
+        mismatched = {c: status[c]["upstreamMismatch"] for c in CATALOGS if status[c]["upstreamMismatch"]}
+        if mismatched:
+            body["upstreamMismatch"] = mismatched
+        return False, body
     return True, {
         "status": "ready",
-        "catalogs": {c: status[c]["ageSeconds"] for c in CATALOGS},
+        # Named numbers: a bare {"products": 120} read as 120 products, not 120 seconds.
+        "catalogs": {c: {"ageSeconds": status[c]["ageSeconds"], "rows": status[c]["count"],
+                         "restBase": status[c]["restBase"], "graphqlUrl": status[c]["graphqlUrl"],
+                         "upstreamMismatch": status[c]["upstreamMismatch"]} for c in CATALOGS},
         "degraded": status["degraded"],
         "tokenConfigured": cfg.eco.api_token is not None,
     }

@@ -107,6 +107,14 @@ class UpstreamClient:
     def closed(self) -> bool:
         return self.http.closed
 
+    @property
+    def base_url(self) -> str:
+        return self.cfg.eco.base_url
+
+    @property
+    def graphql_url(self) -> str:
+        return self.cfg.eco.graphql_url
+
     # ------------------------------------------------------------------ core
     def _url(self, path: str) -> str:
         return self.cfg.eco.base_url + path

@@ -65,10 +65,32 @@ def rate_limited(endpoint: str, wait_s: float) -> EcoError:
                     details={"retryAfterSeconds": seconds, "endpoint": endpoint})
 
 
+def host_of(url: str) -> str:
+    """The host (and port) of an upstream URL, for hints: never its path or query."""
+    try:
+        parsed = httpx.URL(url)
+    except Exception:
+        return "the upstream"
+    if not parsed.host:
+        return "the upstream"
+    return f"{parsed.host}:{parsed.port}" if parsed.port else parsed.host
+
+
+def unreachable_hint(host: str) -> str:
+    """The hint of upstream_unavailable and catalog_unavailable: which host failed, how to test
+    it, and the setting that points the service elsewhere."""
+    return (f"{host} did not answer. Test it with `scripts/serve --check` (or eco_ping with check_api=true); "
+            "if that is the wrong upstream, set eco.base_url (ECO_MCP_ECO__BASE_URL) and eco.graphql_url.")
+
+
 def from_transport(exc: httpx.HTTPError, *, endpoint: str) -> EcoError:
     kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "unreachable"
+    try:
+        host = host_of(str(exc.request.url))
+    except RuntimeError:  # an error raised before any request was made carries none
+        host = "the upstream"
     return EcoError("upstream_unavailable", f"{endpoint}: upstream {kind} ({type(exc).__name__})",
-                    details={"endpoint": endpoint, "cause": type(exc).__name__})
+                    details={"endpoint": endpoint, "cause": type(exc).__name__}, hint=unreachable_hint(host))
 
 
 def unexpected_body(endpoint: str, exc: Exception) -> EcoError:

@@ -19,6 +19,13 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class CatalogUpstream(Protocol):
+    # Where this client sends: a catalog records them as the upstream it was built from.
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def graphql_url(self) -> str: ...
+
     @property
     def graphql_available(self) -> bool:
         """False while GraphQL is paused (breaker open) or not preferred: callers use REST."""

@@ -16,6 +16,9 @@ breaker is closed, and falls back to REST when GraphQL fails or answers somethin
 parse. `source="graphql"` or `"rest"` forces one (no fallback). A failed refresh keeps the old
 catalog, records the error on the catalog's state and in the refresh log, and never raises.
 
+Each swapped catalog records the upstream it was built from (the client's REST base and GraphQL
+URL); catalog.status.upstream_mismatch compares them with the configured upstream.
+
 REST reads skip the upstream answer cache (`fresh=True`): a catalog's age says when the upstream
 last answered, so an answer cached earlier, or served stale-if-error during an outage, must not
 reset it. An outage therefore fails the refresh, which readiness reports as degraded.
@@ -129,13 +132,15 @@ def _want_graphql(client: CatalogUpstream, cfg: EcoConfig, source: Source | None
 
 # -- refresh -------------------------------------------------------------------------------
 
-async def _store(catalog: str, records: Any, *, source: str, trigger: str, started: datetime,
-                 t0: float, requests: int) -> RefreshOutcome:
+async def _store(catalog: str, records: Any, *, client: CatalogUpstream, source: str, trigger: str,
+                 started: datetime, t0: float, requests: int) -> RefreshOutcome:
     tables, count = _rows(catalog, records)
     if catalog in ("products", "sites") and count == 0:
         # An empty product or site list is an upstream fault, not a catalog: keep the old one.
         raise EcoError("upstream_error", f"upstream returned an empty {catalog} list")
-    version = await sync_to_async(swap.swap_catalog)(catalog, tables, source=source, row_count=count)
+    # The client's own addresses, not the configuration's: the rows came from where it sent.
+    version = await sync_to_async(swap.swap_catalog)(catalog, tables, source=source, row_count=count,
+                                                     rest_base=client.base_url, graphql_url=client.graphql_url)
     await sync_to_async(swap.log_refresh)(catalog=catalog, source=source, trigger=trigger, started_at=started,
                                           ok=True, rows=count, requests=requests)
     _notify_index()
@@ -187,7 +192,7 @@ async def refresh_catalogs(
                     log.info("GraphQL catalog fetch failed (%s); building %s from REST", _describe(gql_error), c)
                 continue
             try:
-                outcomes.append(await _store(c, fetched[c], source="graphql", trigger=trigger, started=started,
+                outcomes.append(await _store(c, fetched[c], client=client, source="graphql", trigger=trigger, started=started,
                                              t0=t0, requests=requests))
                 todo.remove(c)
             except Exception as exc:
@@ -213,7 +218,7 @@ async def _refresh_rest(catalog: str, *, client: CatalogUpstream, trigger: str) 
             return await _failed(catalog, exc, source="rest", trigger=trigger, started=started, t0=t0,
                                  requests=acct.requests)
     try:
-        return await _store(catalog, records, source="rest", trigger=trigger, started=started, t0=t0,
+        return await _store(catalog, records, client=client, source="rest", trigger=trigger, started=started, t0=t0,
                             requests=acct.requests)
     except Exception as exc:
         return await _failed(catalog, exc, source="rest", trigger=trigger, started=started, t0=t0,

@@ -19,9 +19,11 @@ BATCH = 500
 
 
 def swap_catalog(
-    catalog: str, tables: Sequence[tuple[type[models.Model], list[models.Model]]], *, source: str, row_count: int
+    catalog: str, tables: Sequence[tuple[type[models.Model], list[models.Model]]], *, source: str, row_count: int,
+    rest_base: str, graphql_url: str,
 ) -> int:
-    """Replace every table of `catalog` with the given rows; returns the new version."""
+    """Replace every table of `catalog` with the given rows, built from the upstream at `rest_base`
+    and `graphql_url` (recorded with them, in the same transaction); returns the new version."""
     with transaction.atomic():
         CatalogState.objects.get_or_create(catalog=catalog)
         state = CatalogState.objects.select_for_update().get(catalog=catalog)
@@ -34,6 +36,8 @@ def swap_catalog(
         state.refreshed_at = now
         state.last_attempt_at = now
         state.row_count = row_count
+        state.rest_base = rest_base
+        state.graphql_url = graphql_url
         state.last_error = ""
         state.save()
     return state.version

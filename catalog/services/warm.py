@@ -8,6 +8,10 @@
         already has a catalog never waits
     due_catalogs(cfg, *, ahead=0.0, missing_only=False) -> [catalog]   (sync; the index's cached state)
 
+A catalog built from another upstream than the configured one (catalog.status.upstream_mismatch)
+counts as missing everywhere here: it is rebuilt before any tool reads it, and when that fails
+the tool answers catalog_unavailable saying which upstream it came from and which one failed.
+
 Refresh-ahead: with no Celery broker, a catalog inside the last `cache.refresh_ahead` fraction of
 its TTL is refreshed in the background of the process that notices it (one at a time). With a
 broker, Celery beat owns the schedule and nothing runs here. A catalog whose background refresh
@@ -28,10 +32,11 @@ from django.conf import settings
 
 from catalog.models import CATALOGS
 from catalog.services.refresh import RefreshOutcome, refresh_catalogs
-from catalog.status import ttl_for
+from catalog.status import ttl_for, upstream_mismatch
 from eco_core.config import EcoConfig, get_config
 from eco_core.errors import EcoError
 from upstream import context
+from upstream.mapping import host_of, unreachable_hint
 from upstream.protocol import CatalogUpstream
 
 log = logging.getLogger("eco.catalog")
@@ -62,6 +67,8 @@ def due_catalogs(cfg: EcoConfig | None = None, *, ahead: float = 0.0, missing_on
         i = info.get(c)
         if i is None or i.refreshed_at is None or i.row_count == 0:
             due.append(c)
+        elif upstream_mismatch(i.rest_base, i.graphql_url, cfg):
+            due.append(c)  # built from another upstream: never served, so as good as missing
         elif not missing_only and (now - i.refreshed_at).total_seconds() >= ttl_for(c, cfg) * (1.0 - ahead):
             due.append(c)
     return due
@@ -89,6 +96,7 @@ async def ensure_catalogs(cfg: EcoConfig | None = None, *, client: CatalogUpstre
     cfg = cfg or get_config()
     missing = [c for c in await sync_to_async(due_catalogs)(cfg, missing_only=True) if c in need]
     if missing:
+        mismatched = await sync_to_async(_mismatches)(cfg, missing)
         outcomes = await refresh_catalogs(missing, client=_client(client), trigger="first-use", cfg=cfg)
         # The refresh counts in its own scope; the caller who waited for it paid these requests.
         acct = context.current()
@@ -96,8 +104,15 @@ async def ensure_catalogs(cfg: EcoConfig | None = None, *, client: CatalogUpstre
             acct.requests += sum(o.requests for o in outcomes)
         failed = [o for o in outcomes if not o.ok]
         if failed:
-            raise EcoError("catalog_unavailable", f"the {failed[0].catalog} catalog could not be built",
-                           details={"cause": failed[0].error})
+            name = failed[0].catalog
+            why = mismatched.get(name)
+            message = (f"the {name} catalog is not served: it was {why}, and rebuilding it from there failed"
+                       if why else f"the {name} catalog could not be built")
+            details = {"cause": failed[0].error, "catalog": name, "upstream": cfg.eco.base_url}
+            if why:
+                details["upstreamMismatch"] = why
+            raise EcoError("catalog_unavailable", message, details=details,
+                           hint=unreachable_hint(host_of(cfg.eco.base_url)))
     if settings.CELERY_BROKER_URL or (_background is not None and not _background.done()):
         return
     due = await sync_to_async(due_catalogs)(cfg, ahead=cfg.cache.refresh_ahead)
@@ -105,6 +120,20 @@ async def ensure_catalogs(cfg: EcoConfig | None = None, *, client: CatalogUpstre
     due = [c for c in due if now - _failed_at.get(c, -RETRY_AFTER_FAILURE_S) >= RETRY_AFTER_FAILURE_S]
     if due:
         _background = asyncio.get_running_loop().create_task(_refresh_ahead(due, client=_client(client), cfg=cfg))
+
+
+def _mismatches(cfg: EcoConfig, catalogs: list[str]) -> dict[str, str]:
+    """Why each of `catalogs` built from another upstream is not served (absent: never built)."""
+    from catalog.index import get_index
+
+    info = get_index().info
+    out = {}
+    for c in catalogs:
+        i = info.get(c)
+        why = upstream_mismatch(i.rest_base, i.graphql_url, cfg) if i is not None and i.row_count else None
+        if why:
+            out[c] = why
+    return out
 
 
 async def _refresh_ahead(due: list[str], *, client: CatalogUpstream, cfg: EcoConfig) -> list[RefreshOutcome]:

@@ -10,7 +10,7 @@ from eco_core import __version__
 from mcp_gateway import health, ports
 from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, NextStep, Source, ToolInput, WireModel
-from mcp_gateway.registry import ToolSpec
+from mcp_gateway.registry import ToolSpec, default_registry
 
 
 class PingInput(ToolInput):
@@ -27,6 +27,9 @@ class CatalogEntry(_Open):
     age_seconds: float | None = None
     source: str | None = None
     stale: bool = False
+    rest_base: str | None = Field(None, description="Upstream REST base it was built from.")
+    graphql_url: str | None = None
+    upstream_mismatch: str | None = Field(None, description="Why it is not served (other upstream); null: served.")
 
 
 class CatalogStatus(_Open):
@@ -80,8 +83,20 @@ def _catalog(raw: dict[str, Any], breaker: dict[str, Any]) -> CatalogStatus:
                          graphql_breaker=breaker)
 
 
+DOWNLOAD_TOOL = "eco_download_files"
+
+
+def downloads_enabled(call: CallContext) -> bool:
+    """Downloads are enabled for this caller only when the setting allows them AND the download
+    tool is listed on this call's transport (it is stdio-only): over HTTP an agent told `true`
+    would reach for a tool it cannot call."""
+    listed = {s.name for s in default_registry().listed(http=call.transport == "http")}
+    return call.cfg.downloads_enabled and DOWNLOAD_TOOL in listed
+
+
 async def ping(args: PingInput, call: CallContext) -> PingOutput:
     cfg = call.cfg
+    downloads = downloads_enabled(call)
     client = ports.upstream_client()
     catalog = _catalog(await health.catalog_status(cfg), client.breaker_state())
     api = None
@@ -98,8 +113,8 @@ async def ping(args: PingInput, call: CallContext) -> PingOutput:
         transport=call.transport,
         token_configured=call.token_configured,
         token_source=call.token_source,
-        downloads_enabled=cfg.downloads_enabled,
-        download_dir=str(cfg.download_dir) if cfg.downloads_enabled else None,
+        downloads_enabled=downloads,
+        download_dir=str(cfg.download_dir) if downloads else None,
         api_base_url=cfg.eco.base_url,
         graphql_url=cfg.eco.graphql_url,
         catalog=catalog,

@@ -91,6 +91,19 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture
+def eco_cfg(sim):
+    """The default configuration with the upstream pointed at the simulator, installed as the
+    active one: the catalogs these tests build come from the simulator, and a catalog is served
+    only for the upstream it was built from."""
+    from eco_core import config as eco_config
+
+    cfg = eco_config.load_config(env={"ECO_MCP_ECO__BASE_URL": sim.base_url,
+                                      "ECO_MCP_ECO__GRAPHQL_URL": sim.graphql_url}, warn=False)
+    with eco_config.use_config(cfg):
+        yield cfg
+
+
+@pytest.fixture
 def mini_client(fresh_sim) -> MiniClient:
     return MiniClient(fresh_sim.base_url, fresh_sim.graphql_url)
 
@@ -145,8 +158,9 @@ def catalog_module(django_db_setup, django_db_blocker, sim):
 
 
 @pytest.fixture
-def idx(catalog_module, db):
-    """The in-memory index over the module's catalog (built once); each test's writes roll back."""
+def idx(catalog_module, db, eco_cfg):
+    """The in-memory index over the module's catalog (built once); each test's writes roll back.
+    The simulator's configuration is active, since the catalog is served only for its upstream."""
     return catalog_module
 
 

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 
 @pytest.fixture
-def staff(admin_client):
+def staff(admin_client, eco_cfg):
     return admin_client
 
 

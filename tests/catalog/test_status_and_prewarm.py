@@ -19,7 +19,8 @@ from eco_core.errors import EcoError
 def test_readiness_is_warming_until_products_and_sites_exist(db, eco_cfg):
     assert readiness(eco_cfg) == (False, {"status": "warming"})
     assert catalog_status(eco_cfg)["products"] == {"count": 0, "ageSeconds": None, "source": None,
-                                                   "refreshedAt": None, "stale": True, "lastError": None}
+                                                   "refreshedAt": None, "stale": True, "lastError": None,
+                                                   "restBase": None, "graphqlUrl": None, "upstreamMismatch": None}
 
 
 def test_search_before_any_catalog_is_catalog_unavailable(db, fresh_index):
@@ -35,7 +36,9 @@ def test_prewarm_through_the_real_client_makes_the_service_ready(db, sim_cfg, fr
     ready, body = readiness(sim_cfg)
     assert ready and body["status"] == "ready"
     assert set(body["catalogs"]) == {"products", "sites", "releases", "locations"}
-    assert all(age is not None and age >= 0 for age in body["catalogs"].values())
+    assert all(c["ageSeconds"] is not None and c["ageSeconds"] >= 0 for c in body["catalogs"].values())
+    assert body["catalogs"]["sites"]["rows"] == 81
+    assert {c["restBase"] for c in body["catalogs"].values()} == {sim_cfg.eco.base_url}
     assert body["degraded"] is False and body["tokenConfigured"] is False
     status = catalog_status(sim_cfg)
     assert status["products"]["source"] == "graphql" and status["products"]["count"] > 150
