@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from typing import Any
 
 import mcp_types as types
 
-from eco_core import redact
+from eco_core import metrics, redact
 from eco_core.errors import EcoError
 from eco_core.paging import cap_page_sizes
 from mcp_gateway import budget, request_state
@@ -113,9 +114,12 @@ async def execute(
     # The call's token is masked in this call's own result, errors and log lines only: a
     # caller's header can never change what other callers' answers say.
     with redact.call_secret(token):
+        started, result = time.perf_counter(), None
         try:
-            return await _execute(spec, arguments, call, token=token, extra_meta=extra_meta)
+            result = await _execute(spec, arguments, call, token=token, extra_meta=extra_meta)
+            return result
         finally:
+            metrics.tool_call(spec.name, _outcome(result), time.perf_counter() - started)
             acct = call.accounting
             if token and call.token_source == "request" and acct is not None and acct.requests:
                 # Honoured and used upstream: keep it out of log lines written after the call.
@@ -178,6 +182,18 @@ def _input_required(ask: InputNeeded, meta: dict[str, Any]) -> types.InputRequir
         request_state=request_state.encode(ask.question, ask.candidates),
         _meta=meta,
     )
+
+
+def _outcome(result: types.CallToolResult | types.InputRequiredResult | None) -> str:
+    """The metrics label of a finished call: ok, input_required, the error code, or cancelled."""
+    if result is None:
+        return "cancelled"
+    if isinstance(result, types.InputRequiredResult):
+        return "input_required"
+    if not result.is_error:
+        return "ok"
+    error = (result.structured_content or {}).get("error")
+    return str(error.get("code", "error")) if isinstance(error, dict) else "error"
 
 
 def _token_optional(spec: ToolSpec, args: Any) -> bool:

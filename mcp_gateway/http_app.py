@@ -4,6 +4,7 @@
     /mcp, /mcp/   the MCP endpoint (stateless Streamable HTTP; POST only)
     /healthz      liveness JSON
     /readyz       503 {"status": "warming"} until the catalogs are warm, then 200
+    /metrics      Prometheus metrics (eco_core.metrics; every worker's with PROMETHEUS_MULTIPROC_DIR)
     anything else Django (admin, static)
 
 Django's ASGI handler takes no lifespan events, so this router owns the lifespan: it runs the
@@ -31,7 +32,7 @@ from mcp_types.jsonrpc import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from eco_core import __version__
+from eco_core import __version__, metrics
 from eco_core.config import EcoConfig, get_config, set_config
 from mcp_gateway import health, ports
 from mcp_gateway.origin import HostPolicy
@@ -107,7 +108,7 @@ class EcoHttpApp:
         scope.setdefault("state", {})["request_id"] = request_id
 
         path = scope.get("path", "")
-        own_route = path in MCP_PATHS or path in ("/healthz", "/readyz") or self.django_app is None
+        own_route = path in MCP_PATHS or path in ("/healthz", "/readyz", "/metrics") or self.django_app is None
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -131,10 +132,34 @@ class EcoHttpApp:
         elif path == "/readyz":
             status, body = await health.readyz(self.cfg)
             await _send_json(send_with_id, status, body)
+        elif path == "/metrics":
+            await self._metrics(scope, send_with_id)
         elif self.django_app is not None:
             await self.django_app(scope, receive, send_with_id)
         else:
             await _send_json(send_with_id, 404, {"error": "not found"})
+
+    async def _metrics(self, scope: Scope, send: Send) -> None:
+        """Prometheus text exposition (eco_core.metrics); the state gauges are read now."""
+        if scope.get("method") not in ("GET", "HEAD"):
+            await _send_json(send, 405, {"error": "method not allowed: GET only"}, [(b"allow", b"GET, HEAD")])
+            return
+        from catalog.models import CATALOGS
+        from upstream.client import graphql_breaker_state
+
+        try:
+            status = await health.catalog_status(self.cfg)
+            ages = {c: status[c]["ageSeconds"] for c in CATALOGS}
+        except Exception as exc:
+            # Event counters are still worth serving while the database is away.
+            log.warning("metrics: catalog ages unavailable (%s)", type(exc).__name__)
+            ages = {}
+        metrics.set_state(breaker_open=graphql_breaker_state()["state"] == "open", catalog_ages=ages)
+        data, content_type = await asyncio.to_thread(metrics.exposition)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode()),
+                                (b"cache-control", b"no-store")]})
+        await send({"type": "http.response.body", "body": b"" if scope.get("method") == "HEAD" else data})
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") != "POST":

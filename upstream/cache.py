@@ -39,6 +39,7 @@ from django.conf import settings
 from django.core.cache.backends.base import BaseCache
 from django.utils.module_loading import import_string
 
+from eco_core import metrics
 from eco_core.config import Cache as CacheSettings
 from eco_core.errors import EcoError
 
@@ -129,14 +130,17 @@ class UpstreamCache:
             value, led = await self._single_flight(key, ttl, fetch)
             if led:
                 self.misses += 1
+                metrics.cache_lookup("miss")
             else:
                 self.hits += 1
+                metrics.cache_lookup("hit")
             return Lookup(value, hit=not led)
         entry = await self._backend.aget(key)
         now = self._clock()
         age = now - entry["t"] if entry else 0.0
         if entry and age < ttl:
             self.hits += 1
+            metrics.cache_lookup("hit")
             if self._cfg.refresh_ahead and age >= ttl * (1 - self._cfg.refresh_ahead):
                 self._refresh_in_background(key, ttl, fetch)
             return Lookup(entry["v"], hit=True, age_s=age)
@@ -145,14 +149,18 @@ class UpstreamCache:
         except EcoError as exc:
             if entry and exc.retryable and age < ttl + self._cfg.stale_if_error_s:
                 self.hits += 1
+                metrics.cache_lookup("stale")
                 log.warning("serving a stale answer (%.0f s old) because upstream failed: %s", age, exc.code)
                 return Lookup(entry["v"], hit=True, stale=True, age_s=age)
             self.misses += 1
+            metrics.cache_lookup("miss")
             raise
         if led:
             self.misses += 1
+            metrics.cache_lookup("miss")
         else:
             self.hits += 1
+            metrics.cache_lookup("hit")
         return Lookup(value, hit=not led)
 
     async def _single_flight(self, key: str, ttl: float, fetch: Callable[[], Awaitable[Any]]) -> tuple[Any, bool]:

@@ -32,7 +32,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from eco_core import __version__
+from eco_core import __version__, metrics
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from eco_core.redact import register_secret, token_hash
@@ -250,7 +250,12 @@ class UpstreamHttp:
             started = self._clock()
             # Counted before it is sent: an attempt that times out or is reset cost the upstream too.
             self._account(call)
-            resp = await self._client.send(request, stream=stream)
+            try:
+                resp = await self._client.send(request, stream=stream)
+            except httpx.HTTPError:
+                metrics.upstream_request(call.endpoint, "transport_error", kind=call.kind)
+                raise
+            metrics.upstream_request(call.endpoint, resp.status_code, kind=call.kind)
             log.debug("upstream %s %s -> %s in %.0f ms", call.method, call.endpoint, resp.status_code,
                       (self._clock() - started) * 1000)
             if not resp.is_redirect or not call.follow_redirects:
@@ -308,6 +313,7 @@ class UpstreamHttp:
         if remaining is None:
             return
         self.headroom[identity] = Headroom(limit=limit, remaining=remaining, reset_s=reset, seen_at=self._clock())
+        metrics.rate_limit_remaining(remaining, with_token=identity != "anonymous")
         acct = context.current()
         if acct is not None:
             acct.rate_limit_remaining, acct.rate_limit_limit = remaining, limit
