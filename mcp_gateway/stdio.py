@@ -26,22 +26,63 @@ def _unreadable_line_error(exc: Exception) -> SessionMessage:
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)))
 
 
+class _AnsweredWriter:
+    """The server's write side, noting each request it answers, so the end of input can wait
+    for the calls still running."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.pending: set[Any] = set()
+        self.idle = anyio.Event()
+        self.idle.set()
+
+    def asked(self, rid: Any) -> None:
+        self.pending.add(rid)
+        self.idle = anyio.Event()
+
+    async def send(self, item: SessionMessage) -> None:
+        await self.inner.send(item)
+        if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
+            self.pending.discard(item.message.id)
+            if not self.pending:
+                self.idle.set()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> _AnsweredWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 async def _serve_stream(server: Server[Any], read_stream: Any, write_stream: Any) -> None:
     """Serve one stream pair; a line that is not a JSON-RPC message gets the JSON-RPC error with
-    a null id (the SDK would drop it silently, leaving the client waiting)."""
+    a null id (the SDK would drop it silently, leaving the client waiting). When the input ends,
+    the server's input stays open until every request read so far is answered: the SDK cancels
+    what is still running when its input closes, and a client that sends a tools/call and then
+    closes stdin (a script, `echo ... | eco_mcp_stdio`) would get no answer."""
     send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    writer = _AnsweredWriter(write_stream)
 
     async def relay() -> None:
         async with send:
             async for item in read_stream:
                 if isinstance(item, Exception):
                     await write_stream.send(_unreadable_line_error(item))
-                else:
-                    await send.send(item)
+                    continue
+                if isinstance(item.message, types.JSONRPCRequest):
+                    writer.asked(item.message.id)
+                await send.send(item)
+            await writer.idle.wait()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(relay)
-        await server.run(receive, write_stream, server.create_initialization_options())
+        await server.run(receive, writer, server.create_initialization_options())
 
 
 def serve_stdio(cfg: EcoConfig) -> None:

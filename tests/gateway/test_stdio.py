@@ -83,3 +83,16 @@ def test_unreadable_lines_get_json_rpc_errors_and_the_server_keeps_serving(stdio
     assert replies[0] == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
     assert replies[1]["id"] is None and replies[1]["error"]["code"] == -32600
     assert replies[2]["id"] == 7 and "tools" in replies[2]["result"]
+
+
+def test_a_client_that_sends_a_call_and_closes_its_input_still_gets_the_answer(stdio_env, sim):
+    # eco_search_products on a cold catalog builds it first (seconds of upstream work), so the
+    # call is still running when stdin closes; before the fix the server exited without answering.
+    call, _ = modern_request("tools/call", {"name": "eco_search_products", "arguments": {"query": "temperature"}},
+                             rid=7)
+    ping, _ = modern_request("tools/call", {"name": "eco_ping", "arguments": {}}, rid=8)
+    env = {**stdio_env, "ECO_MCP_ECO__BASE_URL": sim.base_url, "ECO_MCP_ECO__GRAPHQL_URL": sim.graphql_url}
+    proc = _run([call, ping], env, replies=0)
+    messages = {m["id"]: m for m in (json.loads(line) for line in proc.stdout.splitlines() if line.strip())}
+    assert set(messages) == {7, 8}, proc.stderr[-2000:]
+    assert "result" in messages[7] and "result" in messages[8]
