@@ -21,7 +21,7 @@ import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, BinaryIO, Literal
 from urllib.parse import urlsplit
 
 import httpx
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("eco.downloads")
 
 CHUNK = 1 << 20
+# Body bytes gathered before one write + MD5 batch (see _Sink).
+FLUSH_AT = 1 << 20
 PROGRESS_EVERY_S = 2.0
 Status = Literal["downloaded", "resumed", "skipped", "replaced"]
 
@@ -137,6 +139,56 @@ def _checksum_error(item: Item, got: str, why: str) -> EcoError:
                     details={"path": str(item.rel), "expected": item.md5, "got": got}, retryable=True)
 
 
+class _Sink:
+    """A .part file and its MD5, fed the body as it arrives. Chunks gather to FLUSH_AT bytes;
+    a big batch is written and hashed on a worker thread (both release the GIL) while the loop
+    keeps reading the socket, with at most one batch in flight per file. A small batch (most
+    data files end in one) is written on the loop: a thread hop costs more than it saves."""
+
+    def __init__(self, part: Path, mode: str, h: hashlib._Hash) -> None:
+        self.part, self.mode, self.h = part, mode, h
+        self.fh: BinaryIO | None = None
+        self.buf: list[bytes] = []
+        self.held = 0
+        self.pending: asyncio.Future[None] | None = None
+
+    def _put(self, data: bytes) -> None:
+        if self.fh is None:
+            self.fh = self.part.open(self.mode)  # type: ignore[assignment]
+            assert self.fh is not None
+        self.fh.write(data)
+        self.h.update(data)
+
+    async def add(self, chunk: bytes) -> None:
+        self.buf.append(chunk)
+        self.held += len(chunk)
+        if self.held >= FLUSH_AT:
+            await self._drain()
+            data, self.buf, self.held = b"".join(self.buf), [], 0
+            self.pending = asyncio.ensure_future(asyncio.to_thread(self._put, data))
+
+    async def _drain(self) -> None:
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            await pending
+
+    async def flush(self) -> None:
+        await self._drain()
+        data, self.buf, self.held = b"".join(self.buf), [], 0
+        if data or self.fh is None:
+            self._put(data)
+
+    async def close(self) -> None:
+        """After an early end too: what arrived is a prefix the next call resumes from."""
+        try:
+            await self._drain()
+            if self.buf:
+                await self.flush()
+        finally:
+            if self.fh is not None:
+                self.fh.close()
+
+
 class Transfer:
     def __init__(self, client: UpstreamClient, cfg: EcoConfig, plan: Plan, progress: Progress) -> None:
         self.client, self.cfg, self.plan, self.progress = client, cfg, plan, progress
@@ -224,20 +276,18 @@ class Transfer:
                 size, mode = 0, "wb"
             limit = self.cfg.downloads.max_file_bytes
             self._mkdirs(target.parent)
-            # File work stays on the event loop: a thread hand-off per open or close cost more than
-            # the call itself (bench/bench_downloads.py), and chunks are written as they arrive.
-            fh = part.open(mode)
+            sink = _Sink(part, mode, h)
             try:
                 async for chunk in resp.aiter_raw():
                     size += len(chunk)
                     if size > limit:
                         raise EcoError("download_limit_exceeded", f"{item.rel}: larger than {limit} bytes",
                                        details={"path": str(item.rel), "maxFileBytes": limit})
-                    fh.write(chunk)
-                    h.update(chunk)
+                    await sink.add(chunk)
                     self.progress.add(len(chunk))
+                await sink.flush()
             finally:
-                fh.close()
+                await sink.close()
             announced = resp.headers.get("content-length")
             if announced is not None and announced.isdigit() and size - (offset if resumed else 0) != int(announced):
                 raise EcoError("upstream_unavailable", f"{item.rel}: transfer ended early; call again to resume",

@@ -22,8 +22,10 @@ and every request in flight ends there with upstream_unavailable. Without a scop
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -100,6 +102,7 @@ class UpstreamHttp:
         self.requests_sent = 0
         self._client = httpx.AsyncClient(
             transport=transport,
+            verify=_ssl_context(),
             follow_redirects=False,
             headers={"User-Agent": user_agent(cfg), "Accept": "application/json"},
             limits=httpx.Limits(max_connections=cfg.eco.max_concurrency + 2,
@@ -323,6 +326,13 @@ class UpstreamHttp:
         # call for ~100 s at the anonymous rate, where one token is back in about half a second.
         hold = min(float(reset if reset is not None else 1), (low_water - remaining + 1) / budget.rate)
         await self.buckets.observe(identity, budget, remaining=remaining, hold_s=max(hold, 0.0), low_water=low_water)
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    # Loading the CA bundle takes tens of milliseconds; every client (one per event loop, and
+    # again after close_clients) shared it instead of paying that on its first call.
+    return httpx.create_ssl_context()
 
 
 def _remaining() -> float | None:
