@@ -225,3 +225,23 @@ async def test_an_expired_signed_url_is_refreshed_by_asking_for_the_file_again(c
     assert fresh_sim.requests.count(rf"^/api/v0/data/{BIRDS}/{SITE}/{MONTH}/{name}$") == 1
     assert len(storage_requests(fresh_sim)) == 2
     assert (dl_dir / BIRDS / SITE / MONTH / name).read_bytes() == data
+
+
+async def test_transfers_overlap_up_to_max_concurrency_and_never_beyond(call_tool, fresh_sim, dl_dir):
+    import asyncio
+
+    want = expected(fresh_sim)
+    assert len(want) > 3
+    # The first three storage requests are held unanswered: while they hang, the log shows how
+    # many transfers the call has in flight at once (then they are cut, retried and completed).
+    fresh_sim.faults.add("hang", route=r"^/storage/", count=3, hold_s=3)
+    call = asyncio.ensure_future(call_tool("eco_download_files", SEL, eco__max_concurrency=3))
+    for _ in range(200):
+        if len(storage_requests(fresh_sim)) >= 3 or call.done():
+            break
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.3)  # room for a fourth transfer to start, had the cap not held it back
+    in_flight = len(storage_requests(fresh_sim))
+    body = (await call).ok
+    assert in_flight == 3
+    assert body["totals"]["files"] == len(want) and all(f["verified"] for f in body["files"])
