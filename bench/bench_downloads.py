@@ -27,11 +27,20 @@ or 18 package ZIPs, 8.0 MB; best of 5 rounds; three consecutive runs of the whol
   eco zips vs neonutils (the same ZIP bytes): 2.4x-3.6x faster          -> goal (2x) met
   eco files vs neonutils (6.2x the bytes, uncompressed): 0.8x-1.1x      -> same wall time
   eco files vs raw transfer rate: 42-69 %, every MD5 verified          -> goal (80 %) NOT met
-Where eco files loses to raw (cProfile): the sender parses each ~600-character signed URL with
-httpx.URL (about 0.6 ms each; one parse removed from upstream/http.py took eco files from 0.76
-to 0.48 s in one run), MD5 and disk writes on the event loop (~0.25 s of 50 MB), and httpcore
-importing the absent `sniffio` on every request (~0.1 s; raw pays it too). Thread hand-offs
-for file work cost more than they saved on this loaded VM and were taken out again.
+After issue 17's changes (big body batches written and MD5-hashed on a worker thread, one SSL
+context shared by every client, sniffio installed), best of 3 rounds, two runs (the second with
+other engineers' tests running, load average 2.5):
+  eco files     0.54 / 1.20     49.6   91 / 41        114  1
+  eco zips      0.17 / 0.45      8.0   46 / 18         18  1
+  neonutils     0.55 / 1.20      8.0   15 / 7          18  -
+  raw           0.29 / 0.61     49.6  171 / 81        114  1
+  eco zips vs neonutils: 3.2x / 2.7x                                   -> goal (2x) met
+  eco files vs raw transfer rate: 53 % / 51 % (was 43 % in the same setting before the change),
+  every MD5 verified                                                   -> goal (80 %) still NOT met
+py-spy (raw format, transfer tasks only) before the change: per-chunk write + MD5 on the loop
+~14 % of transfer samples, creating the client's SSL context ~40 ms per call (raw creates its
+client outside the timed span), ZIP testzip (zips only); the rest is httpx/httpcore per-request
+and per-64 KiB-read work that raw pays as well, plus the sender's own per-request bookkeeping.
 """
 
 from __future__ import annotations
