@@ -181,7 +181,7 @@ class UpstreamHttp:
                     self._sem.release()
             except TimeoutError:
                 # Only the deadline's asyncio.timeout raises the builtin; httpx's are HTTPError.
-                raise deadline_exceeded(call.endpoint, last) from None
+                raise deadline_exceeded(call.endpoint, last, host=mapping.host_of(call.url)) from None
             except httpx.HTTPError as exc:
                 last = mapping.from_transport(exc, endpoint=call.endpoint)
                 log.info("upstream %s %s failed: %s (attempt %d)", call.method, call.endpoint, type(exc).__name__, attempt + 1)
@@ -222,19 +222,20 @@ class UpstreamHttp:
             wait = self.timeout(call.kind).pool or eco.connect_timeout_s
         else:
             if left <= 0:
-                raise deadline_exceeded(call.endpoint, None)
+                raise deadline_exceeded(call.endpoint, None, host=mapping.host_of(call.url))
             wait = min(eco.connect_timeout_s, left)
         try:
             async with asyncio.timeout(wait):
                 await self._sem.acquire()
         except TimeoutError:
             if left is not None and wait >= left:
-                raise deadline_exceeded(call.endpoint, None) from None
+                raise deadline_exceeded(call.endpoint, None, host=mapping.host_of(call.url)) from None
             raise EcoError(
                 "upstream_unavailable",
                 f"{call.endpoint}: all {eco.max_concurrency} upstream connections stayed busy for {wait:g} s",
                 details={"endpoint": call.endpoint, "reason": "busy", "retryAfterSeconds": max(1, math.ceil(wait))},
-                hint=f"The upstream is slow to answer; retry in about {max(1, math.ceil(wait))} s.",
+                hint=(f"{mapping.host_of(call.url)} is slow to answer; retry in about {max(1, math.ceil(wait))} s. "
+                      + _CHECK_ADVICE),
                 retryable=True,
             ) from None
 
@@ -340,9 +341,15 @@ def _remaining() -> float | None:
     return None if acct is None else acct.remaining()
 
 
-def deadline_exceeded(endpoint: str, last: EcoError | None) -> EcoError:
+# Hints name the host that failed, how to test it and the setting that points the service
+# elsewhere, as mapping.unreachable_hint does for a host that cannot be reached at all.
+_CHECK_ADVICE = ("Test it with `scripts/serve --check` (or eco_ping with check_api=true); if that is the wrong "
+                 "upstream, set eco.base_url (ECO_MCP_ECO__BASE_URL) and eco.graphql_url.")
+
+
+def deadline_exceeded(endpoint: str, last: EcoError | None, *, host: str = "the upstream") -> EcoError:
     """The call's deadline passed while waiting on the upstream (in flight, backing off or
-    waiting for a slot); `last` is the failure that made it retry, if any."""
+    waiting for a slot); `last` is the failure that made it retry, if any; `host` the one waited on."""
     acct = context.current()
     limit = acct.deadline_s if acct is not None and acct.deadline_s is not None else 0.0
     details: dict[str, Any] = {"endpoint": endpoint, "reason": "deadline", "deadlineSeconds": limit,
@@ -355,7 +362,7 @@ def deadline_exceeded(endpoint: str, last: EcoError | None) -> EcoError:
         "upstream_unavailable",
         f"{endpoint}: no upstream answer within this call's {limit:g} s deadline",
         details=details,
-        hint="The upstream is slow or not answering; retry in a few seconds, or run eco_ping(check_api=true).",
+        hint=f"{host} is slow or not answering; retry in a few seconds. " + _CHECK_ADVICE,
         retryable=True,
     )
 
