@@ -301,7 +301,10 @@ class EcoConfig(_Section):
             "cache.prewarm": self.prewarm,
             "downloads.enabled": self.downloads_enabled,
             "server.dns_rebinding_protection": self.dns_rebinding_protection,
-            "token_source": self.token_origin,
+            # eco_ping's vocabulary (config, request or none; a request token exists only per call),
+            # so the two never disagree; token_origin says which variable or file it came from.
+            "token_source": "config" if self.token_origin else "none",
+            "token_origin": self.token_origin,
         }
         return data
 

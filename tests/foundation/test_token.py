@@ -89,7 +89,7 @@ def test_print_config_masks_the_token_and_shows_its_source():
     assert CANARY not in out.stdout and CANARY not in out.stderr
     shown = json.loads(out.stdout)
     assert shown["eco"]["api_token"] == "********"
-    assert shown["resolved"]["token_source"] == "ECO_TOKEN"
+    assert (shown["resolved"]["token_source"], shown["resolved"]["token_origin"]) == ("config", "ECO_TOKEN")
 
 
 def test_there_is_no_token_flag():
