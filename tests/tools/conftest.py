@@ -5,12 +5,15 @@ envelope, byte budget, errors) and checks every success against the tool's outpu
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import jsonschema
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
+from mcp import Client
 
 from eco_core import config as eco_config
 from mcp_gateway.calls import execute
@@ -24,6 +27,30 @@ def sim_config(sim: Any, **flags: Any) -> eco_config.EcoConfig:
     base = {"eco.base_url": sim.base_url, "eco.graphql_url": sim.graphql_url}
     base.update({k.replace("__", "."): v for k, v in flags.items()})
     return eco_config.load_config(flags=base, env={}, warn=False)
+
+
+
+@contextlib.asynccontextmanager
+async def cold_http_session(http_server: Callable[..., Any], sim: Any,
+                            active_config: Callable[[Any], Any]) -> AsyncIterator[tuple[Client, dict[str, Any]]]:
+    """The SDK's MCP client against the real server over HTTP, with the simulator behind it, and
+    the tools it lists by name. The configuration is a new one, so the server's upstream cache
+    starts cold (a new namespace); it stays active for the rest of the test because the server
+    thread's upstream client reads the active configuration."""
+    cfg = sim_config(sim, server__transport="http")
+    active_config(cfg)
+    with http_server(cfg) as srv:
+        async with Client(srv.url, mode="2026-07-28") as client:
+            yield client, {t.name: t for t in (await client.list_tools()).tools}
+
+
+def next_step(payload: dict[str, Any], tool: str) -> dict[str, Any]:
+    """The arguments the answer's nextSteps propose for `tool`."""
+    return next(s["arguments"] for s in payload["nextSteps"] if s["tool"] == tool)
+
+
+def upstream_requests(result: Any) -> int:
+    return result.meta["io.eco-mcp/upstream"]["requests"]
 
 
 @pytest.fixture
