@@ -28,23 +28,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _harness as harness  # found through the path insertion above
 
 SMALL = '{ site(siteCode: "HARV") { siteCode siteName domainCode } }'
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def at_the_limits(max_chars: int = 8000) -> str:
@@ -77,46 +70,6 @@ def timed(fn, runs: int, fresh=lambda: None) -> list[float]:
     return out
 
 
-def setup():
-    data = tempfile.mkdtemp(prefix="eco-bench-graphql-")
-    os.environ["ECO_MCP_DATA_DIR"] = data
-    os.environ.pop("DATABASE_URL", None)
-    os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eco_service.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    from upstream_sim.server import SimServer
-
-    sim = SimServer(seed=1, port=0, rate_limit_scale=100.0)
-    sim.__enter__()
-    from eco_core.config import load_config, set_config
-
-    flags = {"eco.base_url": sim.base_url, "eco.graphql_url": sim.graphql_url,
-             "eco.rate_limit.anonymous_burst": 100000, "eco.rate_limit.anonymous_rps": 10000,
-             "server.transport": "http", "cache.prewarm": False}
-    cfg = load_config(flags=flags, env={}, warn=False)
-    set_config(cfg)
-    return sim, cfg
-
-
-def serve(cfg):
-    import uvicorn
-
-    from mcp_gateway.http_app import build_app
-
-    server = uvicorn.Server(uvicorn.Config(build_app(cfg=cfg), host="127.0.0.1", port=0, lifespan="on",
-                                           log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    return server, f"http://127.0.0.1:{port}/mcp"
-
-
 async def over_http(url: str, calls: int) -> list[float]:
     from mcp import Client
 
@@ -147,7 +100,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
     opts = parser.parse_args()
-    sim, cfg = setup()
+    sim = harness.start_simulator("eco-bench-graphql-")
+    cfg = harness.sim_config(sim)
     from catalog.graphql_window import check_query, shorten, window_schema
 
     window_schema()  # parsed once per process; not part of a call
@@ -171,14 +125,14 @@ def main() -> None:
     rows.append((f"cut a {size}-byte answer to 50000 bytes", timed(lambda d: shorten(d, None, 50000),
                                                                    max(10, opts.calls // 10),
                                                                    fresh=lambda: json.loads(encoded))))
-    server, url = serve(cfg)
+    server, url = harness.serve(cfg)
     try:
         rows.append(("HTTP round trip, small query", asyncio.run(over_http(url, opts.calls))))
     finally:
         server.should_exit = True
         sim.__exit__(None, None, None)
     for label, times in rows:
-        print(f"{label:75s} p50 {statistics.median(times):8.2f} ms  p99 {_pct(times, 0.99):8.2f} ms")
+        print(f"{label:75s} p50 {statistics.median(times):8.2f} ms  p99 {harness.percentile(times, 0.99):8.2f} ms")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_tools as base  # found through the path insertion above
+import _harness as harness  # found through the path insertion above
 
 Args = Callable[[int], dict[str, Any]]
 SITES: list[str] = []
@@ -91,14 +91,10 @@ async def over_http(url: str, calls: int) -> dict[str, list[float]]:
     out = {}
     async with Client(url, mode="2026-07-28") as client:
         for label, tool, args in CASES:
-            times = []
-            for i in range(calls):
-                # the cold walk goes on with sites the in-process run did not touch
-                t0 = time.perf_counter()
-                result = await client.call_tool(tool, args(i + calls + 1))
-                times.append((time.perf_counter() - t0) * 1000)
-                assert not result.is_error, result.structured_content
-            out[label] = times
+            def later(i: int, args: Args = args) -> dict[str, Any]:
+                return args(i + calls + 1)  # the cold walk goes on with sites the in-process run did not touch
+
+            out[label] = await harness.timed_http_calls(client, tool, later, calls)
     return out
 
 
@@ -106,11 +102,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=30)
     opts = parser.parse_args()
-    sim, cfg = base.setup()
-    asyncio.run(base.build_catalog(cfg))
+    sim = harness.start_simulator("eco-bench-tools-")
+    cfg = harness.sim_config(sim)
+    asyncio.run(harness.build_catalog(cfg))
     SITES.extend(sorted(sim.world.sites))  # type: ignore[attr-defined]
     local = asyncio.run(in_process(cfg, opts.calls))
-    server, url = base.serve(cfg)
+    server, url = harness.serve(cfg)
     try:
         remote = asyncio.run(over_http(url, opts.calls))
     finally:
@@ -120,8 +117,8 @@ def main() -> None:
     for label, _, _ in CASES:
         times, first, most = local[label]
         http = remote[label]
-        print(f"{label:32s}{statistics.median(times):11.1f}{base._pct(times, 0.99):7.1f}"
-              f"{statistics.median(http):11.1f}{base._pct(http, 0.99):7.1f}{first:11d}{most:9d}")
+        print(f"{label:32s}{statistics.median(times):11.1f}{harness.percentile(times, 0.99):7.1f}"
+              f"{statistics.median(http):11.1f}{harness.percentile(http, 0.99):7.1f}{first:11d}{most:9d}")
 
 
 if __name__ == "__main__":

@@ -54,17 +54,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
-import tempfile
-import threading
 import time
 import tracemalloc
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _harness as harness  # found through the path insertion above
 
 PROTO_UUID = "07dccab1-4990-4d2f-9c5b-bf97e10517e3"  # the recorded dataset (BLUE, 2016)
 
@@ -87,29 +85,6 @@ def cases(largest: str, owner: str) -> list[tuple[str, str, dict]]:
     ]
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def setup():
-    os.environ["ECO_MCP_DATA_DIR"] = tempfile.mkdtemp(prefix="eco-bench-protodocs-")
-    os.environ.pop("DATABASE_URL", None)
-    os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eco_service.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    from upstream_sim.server import SimServer
-
-    sim = SimServer(seed=1, port=0, rate_limit_scale=100.0)
-    sim.__enter__()
-    return sim
-
-
 def largest_document(sim) -> tuple[str, str, bytes]:
     """The biggest product document the simulator serves (by its catalog specSize)."""
     size, number, code = max((s["specSize"], s["specNumber"], code)
@@ -117,17 +92,6 @@ def largest_document(sim) -> tuple[str, str, bytes]:
     body = sim.state.documents.pdf(number)
     assert body is not None and len(body) == size, (number, size)
     return number, code, body
-
-
-def make_cfg(sim):
-    from eco_core.config import load_config, set_config
-
-    flags = {"eco.base_url": sim.base_url, "eco.graphql_url": sim.graphql_url,
-             "eco.rate_limit.anonymous_burst": 100000, "eco.rate_limit.anonymous_rps": 10000,
-             "server.transport": "http", "cache.prewarm": False}
-    cfg = load_config(flags=flags, env={}, warn=False)
-    set_config(cfg)
-    return cfg
 
 
 async def _once(cfg, spec, args) -> int:
@@ -150,17 +114,9 @@ async def in_process(sim, table, calls: int):
 
     out = {}
     for label, tool, args in table:
-        cfg = make_cfg(sim)
+        cfg = harness.sim_config(sim)
         spec = default_registry().get(tool)
-        t0 = time.perf_counter()
-        cold_req = await _once(cfg, spec, args)
-        cold_ms = (time.perf_counter() - t0) * 1000
-        times, warm_req = [], 0
-        for _ in range(calls):
-            t0 = time.perf_counter()
-            warm_req = max(warm_req, await _once(cfg, spec, args))
-            times.append((time.perf_counter() - t0) * 1000)
-        out[label] = (cold_ms, times, cold_req, warm_req)
+        out[label] = await harness.cold_then_warm(lambda cfg=cfg, spec=spec, args=args: _once(cfg, spec, args), calls)
         await close_clients()
     return out
 
@@ -171,31 +127,15 @@ async def over_http(sim, url: str, table, calls: int):
     out = {}
     async with Client(url, mode="2026-07-28") as client:
         for label, tool, args in table:
-            make_cfg(sim)  # the server's next call builds a client in a new cache namespace: cold
+            harness.sim_config(sim)  # the server's next call builds a client in a new cache namespace: cold
             t0 = time.perf_counter()
             result = await client.call_tool(tool, args)
             cold_ms = (time.perf_counter() - t0) * 1000
             assert not result.is_error and result.meta is not None, result.structured_content
             cold_req = result.meta["io.eco-mcp/upstream"]["requests"]
-            times = []
-            for _ in range(calls):
-                t0 = time.perf_counter()
-                result = await client.call_tool(tool, args)
-                times.append((time.perf_counter() - t0) * 1000)
-                assert not result.is_error, result.structured_content
+            times = await harness.timed_http_calls(client, tool, lambda i, args=args: args, calls)
             out[label] = (cold_ms, times, cold_req)
     return out
-
-
-async def build_catalog(cfg) -> None:
-    """The catalogs a running server already has (eco_get_document's product check reads the
-    index), so a case's cold call pays only its own upstream requests."""
-    from catalog.services import refresh_catalogs
-    from upstream.client import close_clients, get_client
-
-    outcomes = await refresh_catalogs(client=get_client(), cfg=cfg)
-    assert all(o.ok for o in outcomes), [o.error for o in outcomes]
-    await close_clients()
 
 
 def _vm(field: str) -> float:
@@ -229,7 +169,7 @@ def extraction(sim, number: str, body: bytes, seconds: float) -> dict:
     extract_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
 
-    cfg = make_cfg(sim)  # cold: the tool downloads and extracts
+    cfg = harness.sim_config(sim)  # cold: the tool downloads and extracts
     spec = default_registry().get("eco_get_document")
     hwm_reset = _reset_hwm()
     rss0 = _vm("VmRSS")
@@ -241,33 +181,21 @@ def extraction(sim, number: str, body: bytes, seconds: float) -> dict:
             "rss_rise": _vm("VmHWM") - rss0 if hwm_reset else float("nan")}
 
 
-def serve(cfg):
-    import uvicorn
-
-    from mcp_gateway.http_app import build_app
-
-    server = uvicorn.Server(uvicorn.Config(build_app(cfg=cfg), host="127.0.0.1", port=0, lifespan="on",
-                                           log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    return server, f"http://127.0.0.1:{port}/mcp"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=60)
     parser.add_argument("--extract-seconds", type=float, default=5.0)
     opts = parser.parse_args()
-    sim = setup()
+    sim = harness.start_simulator("eco-bench-protodocs-")
     number, owner, body = largest_document(sim)
     table = cases(number, owner)
     try:
-        asyncio.run(build_catalog(make_cfg(sim)))
+        # eco_get_document's product check reads the catalog index: built first, so a case's cold
+        # call pays only its own upstream requests
+        asyncio.run(harness.build_catalog(harness.sim_config(sim)))
         ext = extraction(sim, number, body, opts.extract_seconds)
         local = asyncio.run(in_process(sim, table, opts.calls))
-        server, url = serve(make_cfg(sim))
+        server, url = harness.serve(harness.sim_config(sim))
         try:
             remote = asyncio.run(over_http(sim, url, table, opts.calls))
         finally:
@@ -279,8 +207,8 @@ def main() -> None:
     for label, _, _ in table:
         cold_ms, times, cold_req, warm_req = local[label]
         h_cold, http, h_req = remote[label]
-        print(f"{label:38s}{cold_ms:8.1f}{statistics.median(times):11.1f}{_pct(times, 0.99):7.1f}"
-              f"{h_cold:10.1f}{statistics.median(http):7.1f}{_pct(http, 0.99):7.1f}{cold_req:9d}{h_req:5d}{warm_req:9d}")
+        print(f"{label:38s}{cold_ms:8.1f}{statistics.median(times):11.1f}{harness.percentile(times, 0.99):7.1f}"
+              f"{h_cold:10.1f}{statistics.median(http):7.1f}{harness.percentile(http, 0.99):7.1f}{cold_req:9d}{h_req:5d}{warm_req:9d}")
     mib = 1024 * 1024
     per_doc = ext["elapsed"] / ext["runs"]
     print(f"Extraction, {number} ({len(body):,} bytes, {ext['pages']} pages):")

@@ -6,10 +6,10 @@ cost.
 
     .venv/bin/python bench/bench_releases.py [--calls 60]
 
-Setup and measuring loops are bench/bench_prototypes_documents.py's (imported, not copied): a
-throw-away SQLite data folder, no Redis (in-process cache), the simulator in a thread of this
-process (limits scaled up), the catalogs (release catalog included) built once through the real
-client as a running server has them, everything on 127.0.0.1. Each case runs once cold (a fresh
+Setup and measuring loops are bench/_harness.py's and bench/bench_prototypes_documents.py's
+(imported, not copied): a throw-away SQLite data folder, no Redis (in-process cache), the
+simulator in a thread of this process (limits scaled up), the catalogs (release catalog included)
+built once through the real client as a running server has them, everything on 127.0.0.1. Each case runs once cold (a fresh
 configuration: a new cache namespace), then `--calls` times warm; over HTTP likewise. Bounded:
 9 cases x (1 + calls) x 2 transports.
 
@@ -50,6 +50,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _harness as harness  # found through the path insertion above
 import bench_prototypes_documents as base  # found through the path insertion above
 
 CODE = "DP1.00041.001"  # Soil temperature: in every simulated release
@@ -74,15 +75,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=60)
     opts = parser.parse_args()
-    sim = base.setup()
+    sim = harness.start_simulator("eco-bench-protodocs-")
     from upstream_sim.biodata import RECORDED_PROTO_UUID
 
     table = cases(RECORDED_PROTO_UUID)
     try:
-        asyncio.run(base.build_catalog(base.make_cfg(sim)))
+        asyncio.run(harness.build_catalog(harness.sim_config(sim)))
         sim.requests.clear()
         local = asyncio.run(base.in_process(sim, table, opts.calls))
-        server, url = base.serve(base.make_cfg(sim))
+        server, url = harness.serve(harness.sim_config(sim))
         try:
             remote = asyncio.run(base.over_http(sim, url, table, opts.calls))
         finally:
@@ -95,8 +96,8 @@ def main() -> None:
     for label, _, _ in table:
         cold_ms, times, cold_req, warm_req = local[label]
         h_cold, http, h_req = remote[label]
-        print(f"{label:34s}{cold_ms:8.1f}{statistics.median(times):11.1f}{base._pct(times, 0.99):7.1f}"
-              f"{h_cold:10.1f}{statistics.median(http):7.1f}{base._pct(http, 0.99):7.1f}"
+        print(f"{label:34s}{cold_ms:8.1f}{statistics.median(times):11.1f}{harness.percentile(times, 0.99):7.1f}"
+              f"{h_cold:10.1f}{statistics.median(http):7.1f}{harness.percentile(http, 0.99):7.1f}"
               f"{cold_req:9d}{h_req:5d}{warm_req:9d}")
     print(f"release-wide list requests (/releases/{{tag}}/products|sites): {wide}")
 

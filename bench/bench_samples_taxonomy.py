@@ -34,17 +34,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
-import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _harness as harness  # found through the path insertion above
 
 TAG = "SHARED.TAG.2019"
 CASES: list[tuple[str, str, dict[str, Any]]] = [
@@ -60,41 +57,6 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("search_taxonomy genus fallback", "eco_search_taxonomy", {"scientific_name": "Quercus a"}),
 ]
 CHOSEN = "cfc_fieldData_in.sampleID"
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def setup():
-    os.environ["ECO_MCP_DATA_DIR"] = tempfile.mkdtemp(prefix="eco-bench-samples-")
-    os.environ.pop("DATABASE_URL", None)
-    os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eco_service.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    from upstream_sim.server import SimServer
-
-    sim = SimServer(seed=1, port=0, rate_limit_scale=100.0)
-    sim.__enter__()
-    return sim
-
-
-def make_cfg(sim, token: str):
-    from eco_core.config import load_config, set_config
-
-    flags = {"eco.base_url": sim.base_url, "eco.graphql_url": sim.graphql_url,
-             "eco.rate_limit.anonymous_burst": 100000, "eco.rate_limit.anonymous_rps": 10000,
-             "eco.rate_limit.token_burst": 100000, "eco.rate_limit.token_rps": 10000,
-             "server.transport": "http", "cache.prewarm": False, "server.share_config_token_over_http": True}
-    cfg = load_config(flags=flags, env={"ECO_TOKEN": token}, warn=False)
-    set_config(cfg)
-    return cfg
 
 
 async def _once(cfg, spec, args, token):
@@ -124,17 +86,10 @@ async def in_process(sim, token: str, calls: int):
 
     out = {}
     for label, tool, args in CASES:
-        cfg = make_cfg(sim, token)  # a new configuration: a new cache namespace, so the first call is cold
+        cfg = harness.sim_config(sim, token)  # a new configuration: a new cache namespace, so the first call is cold
         spec = default_registry().get(tool)
-        t0 = time.perf_counter()
-        cold_req = await _once(cfg, spec, args, token)
-        cold_ms = (time.perf_counter() - t0) * 1000
-        times, warm_req = [], 0
-        for _ in range(calls):
-            t0 = time.perf_counter()
-            warm_req = max(warm_req, await _once(cfg, spec, args, token))
-            times.append((time.perf_counter() - t0) * 1000)
-        out[label] = (cold_ms, times, cold_req, warm_req)
+        out[label] = await harness.cold_then_warm(lambda cfg=cfg, spec=spec, args=args: _once(cfg, spec, args, token),
+                                                  calls)
         await close_clients()
     return out
 
@@ -149,38 +104,18 @@ async def over_http(url: str, calls: int):
     out = {}
     async with Client(url, mode="2026-07-28", elicitation_callback=answer) as client:
         for label, tool, args in CASES:
-            times = []
-            for _ in range(calls):
-                t0 = time.perf_counter()
-                result = await client.call_tool(tool, args)
-                times.append((time.perf_counter() - t0) * 1000)
-                assert not result.is_error, result.structured_content
-            out[label] = times
+            out[label] = await harness.timed_http_calls(client, tool, lambda i, args=args: args, calls)
     return out
-
-
-def serve(cfg):
-    import uvicorn
-
-    from mcp_gateway.http_app import build_app
-
-    server = uvicorn.Server(uvicorn.Config(build_app(cfg=cfg), host="127.0.0.1", port=0, lifespan="on",
-                                           log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    return server, f"http://127.0.0.1:{port}/mcp"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=60)
     opts = parser.parse_args()
-    sim = setup()
+    sim = harness.start_simulator("eco-bench-samples-")
     token = sim.issue_token(exp_s=86400)
     local = asyncio.run(in_process(sim, token, opts.calls))
-    server, url = serve(make_cfg(sim, token))
+    server, url = harness.serve(harness.sim_config(sim, token))
     try:
         remote = asyncio.run(over_http(url, opts.calls))
     finally:
@@ -191,8 +126,8 @@ def main() -> None:
     for label, _, _ in CASES:
         cold_ms, times, cold_req, warm_req = local[label]
         http = remote[label]
-        print(f"{label:38s}{cold_ms:8.1f}{statistics.median(times):11.1f}{_pct(times, 0.99):7.1f}"
-              f"{statistics.median(http):10.1f}{_pct(http, 0.99):7.1f}{cold_req:9d}{warm_req:9d}")
+        print(f"{label:38s}{cold_ms:8.1f}{statistics.median(times):11.1f}{harness.percentile(times, 0.99):7.1f}"
+              f"{statistics.median(http):10.1f}{harness.percentile(http, 0.99):7.1f}{cold_req:9d}{warm_req:9d}")
 
 
 if __name__ == "__main__":

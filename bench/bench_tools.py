@@ -36,16 +36,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import (  # found through the path insertion above
+    build_catalog,
+    percentile,
+    serve,
+    sim_config,
+    start_simulator,
+    timed_http_calls,
+)
 
 CASES = [
     ("search_products query", "eco_search_products", {"query": "soil temperature"}),
@@ -63,46 +68,6 @@ CASES = [
     ("get_site products", "eco_get_site", {"site": "HARV"}),
     ("get_site include=all", "eco_get_site", {"site": "HARV", "include": ["all"]}),
 ]
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def setup() -> tuple[object, object]:
-    data = tempfile.mkdtemp(prefix="eco-bench-tools-")
-    os.environ["ECO_MCP_DATA_DIR"] = data
-    os.environ.pop("DATABASE_URL", None)
-    os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eco_service.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    from upstream_sim.server import SimServer
-
-    sim = SimServer(seed=1, port=0, rate_limit_scale=100.0)
-    sim.__enter__()
-    from eco_core.config import load_config, set_config
-
-    flags = {"eco.base_url": sim.base_url, "eco.graphql_url": sim.graphql_url,
-             "eco.rate_limit.anonymous_burst": 100000, "eco.rate_limit.anonymous_rps": 10000,
-             "server.transport": "http", "cache.prewarm": False}
-    cfg = load_config(flags=flags, env={}, warn=False)
-    set_config(cfg)
-    return sim, cfg
-
-
-async def build_catalog(cfg) -> None:
-    from catalog.services import refresh_catalogs
-    from upstream.client import close_clients, get_client
-
-    outcomes = await refresh_catalogs(client=get_client(), cfg=cfg)
-    assert all(o.ok for o in outcomes), [o.error for o in outcomes]
-    await close_clients()
 
 
 async def in_process(cfg, calls: int) -> dict[str, tuple[list[float], int, int]]:
@@ -135,35 +100,16 @@ async def over_http(url: str, calls: int) -> dict[str, list[float]]:
     out = {}
     async with Client(url, mode="2026-07-28") as client:
         for label, tool, args in CASES:
-            times = []
-            for _ in range(calls):
-                t0 = time.perf_counter()
-                result = await client.call_tool(tool, args)
-                times.append((time.perf_counter() - t0) * 1000)
-                assert not result.is_error, result.structured_content
-            out[label] = times
+            out[label] = await timed_http_calls(client, tool, lambda i, args=args: args, calls)
     return out
-
-
-def serve(cfg):
-    import uvicorn
-
-    from mcp_gateway.http_app import build_app
-
-    server = uvicorn.Server(uvicorn.Config(build_app(cfg=cfg), host="127.0.0.1", port=0, lifespan="on",
-                                           log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    return server, f"http://127.0.0.1:{port}/mcp"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=60)
     opts = parser.parse_args()
-    sim, cfg = setup()
+    sim = start_simulator("eco-bench-tools-")
+    cfg = sim_config(sim)
     asyncio.run(build_catalog(cfg))
     local = asyncio.run(in_process(cfg, opts.calls))
     server, url = serve(cfg)
@@ -176,8 +122,8 @@ def main() -> None:
     for label, _, _ in CASES:
         times, first, warm = local[label]
         http = remote[label]
-        print(f"{label:38s}{statistics.median(times):11.1f}{_pct(times, 0.99):7.1f}"
-              f"{statistics.median(http):11.1f}{_pct(http, 0.99):7.1f}{first:11d}{warm:10d}")
+        print(f"{label:38s}{statistics.median(times):11.1f}{percentile(times, 0.99):7.1f}"
+              f"{statistics.median(http):11.1f}{percentile(http, 0.99):7.1f}{first:11d}{warm:10d}")
 
 
 if __name__ == "__main__":
