@@ -181,6 +181,18 @@ def extraction(sim, number: str, body: bytes, seconds: float) -> dict:
             "rss_rise": _vm("VmHWM") - rss0 if hwm_reset else float("nan")}
 
 
+def print_cases(table, local, remote, width: int) -> None:
+    """The per-case table of `in_process` and `over_http` results, labels `width` wide."""
+    print(f"{'case':{width}s}{'cold ms':>8s}{'inproc p50':>11s}{'p99':>7s}{'http cold':>10s}{'p50':>7s}{'p99':>7s}"
+          f"{'req cold':>9s}{'http':>5s}{'req warm':>9s}")
+    for label, _, _ in table:
+        cold_ms, times, cold_req, warm_req = local[label]
+        h_cold, http, h_req = remote[label]
+        print(f"{label:{width}s}{cold_ms:8.1f}{statistics.median(times):11.1f}{harness.percentile(times, 0.99):7.1f}"
+              f"{h_cold:10.1f}{statistics.median(http):7.1f}{harness.percentile(http, 0.99):7.1f}"
+              f"{cold_req:9d}{h_req:5d}{warm_req:9d}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=60)
@@ -202,13 +214,7 @@ def main() -> None:
             server.should_exit = True
     finally:
         sim.__exit__(None, None, None)
-    print(f"{'case':38s}{'cold ms':>8s}{'inproc p50':>11s}{'p99':>7s}{'http cold':>10s}{'p50':>7s}{'p99':>7s}"
-          f"{'req cold':>9s}{'http':>5s}{'req warm':>9s}")
-    for label, _, _ in table:
-        cold_ms, times, cold_req, warm_req = local[label]
-        h_cold, http, h_req = remote[label]
-        print(f"{label:38s}{cold_ms:8.1f}{statistics.median(times):11.1f}{harness.percentile(times, 0.99):7.1f}"
-              f"{h_cold:10.1f}{statistics.median(http):7.1f}{harness.percentile(http, 0.99):7.1f}{cold_req:9d}{h_req:5d}{warm_req:9d}")
+    print_cases(table, local, remote, width=38)
     mib = 1024 * 1024
     per_doc = ext["elapsed"] / ext["runs"]
     print(f"Extraction, {number} ({len(body):,} bytes, {ext['pages']} pages):")

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -91,14 +90,7 @@ def main() -> None:
         wide = sim.requests.count(r"/releases/[^/]+/(sites|products)/?$")
     finally:
         sim.__exit__(None, None, None)
-    print(f"{'case':34s}{'cold ms':>8s}{'inproc p50':>11s}{'p99':>7s}{'http cold':>10s}{'p50':>7s}{'p99':>7s}"
-          f"{'req cold':>9s}{'http':>5s}{'req warm':>9s}")
-    for label, _, _ in table:
-        cold_ms, times, cold_req, warm_req = local[label]
-        h_cold, http, h_req = remote[label]
-        print(f"{label:34s}{cold_ms:8.1f}{statistics.median(times):11.1f}{harness.percentile(times, 0.99):7.1f}"
-              f"{h_cold:10.1f}{statistics.median(http):7.1f}{harness.percentile(http, 0.99):7.1f}"
-              f"{cold_req:9d}{h_req:5d}{warm_req:9d}")
+    base.print_cases(table, local, remote, width=34)
     print(f"release-wide list requests (/releases/{{tag}}/products|sites): {wide}")
 
 
