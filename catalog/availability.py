@@ -64,7 +64,7 @@ class AvailabilityRow(WireModel):
 class AvailabilityTotals(WireModel):
     rows: int = Field(description="Rows with data (all pages).")
     site_months: int = Field(description="Product-site-months over all rows.")
-    by_release: dict[str, int] = Field(default_factory=dict, description="Site-months per release (PROVISIONAL too).")
+    by_release: dict[str, int] = Field(default_factory=dict, description="Per release, PROVISIONAL too.")
     first_month: str | None = None
     last_month: str | None = None
 

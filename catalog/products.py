@@ -58,7 +58,7 @@ class ProductSummary(WireModel):
     level: int
     themes: list[str]
     product_has_expanded: bool
-    description: str | None = Field(None, description="Start of the description, clipped.")
+    description: str | None = Field(None, description="Clipped description.")
     score: float
     matched_on: list[str]
     site_count: int
@@ -72,15 +72,15 @@ class AvailabilitySummary(WireModel):
     site_count: int
     first_month: str | None
     last_month: str | None
-    month_range: str | None = Field(None, description="YYYY-MM/YYYY-MM over every site.")
+    month_range: str | None = Field(None, description="YYYY-MM/YYYY-MM, all sites.")
     site_months: int
-    by_release: dict[str, int] = Field(default_factory=dict, description="Site-months per release (PROVISIONAL too).")
+    by_release: dict[str, int] = Field(default_factory=dict, description="Per release, PROVISIONAL too.")
 
 
 class ProductUrls(WireModel):
     api: str
     portal: str
-    doi: str | None = Field(description="DOI of the latest release, when released.")
+    doi: str | None = Field(description="Latest release's DOI.")
 
 
 class SpecInfo(WireModel):
@@ -132,7 +132,7 @@ class ProductRecord(WireModel):
     releases: list[ReleaseInfo]
     availability: AvailabilitySummary
     specs_count: int
-    change_log_count: int | None = Field(description="Null when served from the catalog alone.")
+    change_log_count: int | None = Field(description="Null from the catalog.")
     urls: ProductUrls
     product_abstract: str | None
     product_design_description: str | None

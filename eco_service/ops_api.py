@@ -169,7 +169,8 @@ class ValidationErrors(Schema):
 
 def _answers(ok: dict[int, Any]) -> dict[int, Any]:
     """Every operation's declared responses: its own, and the refusals every operation can give."""
-    return {**ok, 401: Message, 403: Message, 422: ValidationErrors}
+    # 400: a body that is not JSON at all (ninja's own answer, before validation).
+    return {**ok, 400: Message, 401: Message, 403: Message, 422: ValidationErrors}
 
 
 # ---------------------------------------------------------------------- catalogs and log

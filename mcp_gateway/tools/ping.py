@@ -14,7 +14,7 @@ from mcp_gateway.registry import ToolSpec, default_registry
 
 
 class PingInput(ToolInput):
-    check_api: bool = Field(False, description="Also make one small upstream request (GET /taxonomy, about 1 KB).")
+    check_api: bool = Field(False, description="Also make one ~1 KB upstream request (GET /taxonomy).")
 
 
 class _Open(WireModel):
@@ -27,9 +27,9 @@ class CatalogEntry(_Open):
     age_seconds: float | None = None
     source: str | None = None
     stale: bool = False
-    rest_base: str | None = Field(None, description="Upstream REST base it was built from.")
+    rest_base: str | None = None
     graphql_url: str | None = None
-    upstream_mismatch: str | None = Field(None, description="Why it is not served (other upstream); null: served.")
+    upstream_mismatch: str | None = Field(None, description="Why not served; null: served.")
 
 
 class CatalogStatus(_Open):
@@ -132,9 +132,8 @@ TOOLS = [
         name="eco_ping",
         title="Service status",
         description=(
-            "The service's version, protocol, transport, whether an upstream token is available and its "
-            "source (never the token), catalog warmth, cache and rate-limit status; check_api=true also "
-            "checks the upstream."
+            "Version, protocol, transport, token availability and source (never the token), catalog "
+            "warmth and upstream, cache and rate-limit status; check_api=true also checks the upstream."
         ),
         surface="diagnostics",
         input_model=PingInput,

@@ -89,9 +89,9 @@ TOOLS = [
         name="eco_search_products",
         title="Search data products",
         description=(
-            "Search NEON's ~200 data products (cached catalog, no upstream request once warm). Filter by "
+            "Search the ~200 data products (cached catalog). Filter by "
             "theme, team, status (default ACTIVE), level, expanded package, data at a site or domain, release "
-            "or months. Returns scored summaries, facets, paging."
+            "or months; scored, with facets."
         ),
         surface="discovery",
         input_model=SearchProductsInput,
@@ -112,7 +112,7 @@ class GetProductInput(ToolInput):
     product: str = Field(min_length=1, max_length=300, description="Code (revision optional) or name.")
     release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
     include: list[Section] = Field([], max_length=12, description=(
-        "Sections of the upstream record to add (one request)."))
+        "Upstream sections to add (one request)."))
     change_logs_limit: int = Field(25, ge=1, le=200)
     change_logs_offset: int = Field(0, ge=0)
     availability_limit: int = Field(100, ge=1, le=300)
@@ -162,9 +162,9 @@ TOOLS.append(
         name="eco_get_product",
         title="Data product record",
         description=(
-            "One data product: the cached catalog record (status, team, themes, keywords, releases with DOIs, "
-            "availability summary); include adds sections of the upstream record (specs are its documents; "
-            "change_logs and availability are paged)."
+            "One data product from the cached catalog (status, team, themes, keywords, releases with DOIs, "
+            "availability summary); include adds upstream sections (specs: its documents; change_logs and "
+            "availability paged)."
         ),
         surface="discovery",
         input_model=GetProductInput,

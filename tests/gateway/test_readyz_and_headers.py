@@ -102,7 +102,8 @@ def real_readiness(fake_catalog, monkeypatch):
     from catalog.models import CATALOGS
     from mcp_gateway import ports
 
-    warm = {"ready": True, "degraded": False, **{c: {"count": 10, "ageSeconds": 5} for c in CATALOGS}}
+    warm = {"ready": True, "degraded": False, **{c: {"count": 10, "ageSeconds": 5, "restBase": None, "graphqlUrl": None,
+                                                          "upstreamMismatch": None} for c in CATALOGS}}
     monkeypatch.setattr(catalog_status_mod, "catalog_status", lambda cfg=None: warm)
     monkeypatch.setattr(ports, "readiness", catalog_status_mod.readiness)
     fake_catalog["ready"] = True
