@@ -143,7 +143,8 @@ async def _execute(
                     f"{spec.name} runs only on the stdio transport",
                     details={"tool": spec.name},
                 )
-            args = cap_page_sizes(parse_arguments(spec, arguments), call.cfg.limits.max_limit)
+            args = cap_page_sizes(parse_arguments(spec, arguments), call.cfg.limits.max_limit,
+                                  default_limit=call.cfg.limits.default_limit)
             if spec.requires_token and token is None and not _token_optional(spec, args):
                 raise EcoError(
                     "auth_required",

@@ -8,6 +8,7 @@ from pydantic import Field
 from catalog.months import MONTH_PATTERN
 from downloads.files import Detail, FilesRecord, Filters, Package, list_files
 from downloads.kinds import Kind
+from eco_core.paging import DefaultLimit
 from mcp_gateway import ports
 from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, NextStep, Source, ToolInput
@@ -42,7 +43,7 @@ class ListFilesInput(FileSelectors):
     detail: Detail = "files"
     include_urls: bool = True
     filename: str | None = Field(None, max_length=300, description="One exact name (one site-month).")
-    limit: int = Field(50, ge=1, le=200)
+    limit: DefaultLimit = Field(50, ge=1, le=200)
     offset: int = Field(0, ge=0)
 
 

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from catalog.samples import IDENTIFIERS, SampleClass, SampleView, get_samples, list_sample_classes, tag_classes
 from eco_core.errors import EcoError
+from eco_core.paging import DefaultLimit
 from mcp_gateway import ports
 from mcp_gateway.calls import InputNeeded
 from mcp_gateway.context import CallContext
@@ -24,7 +25,7 @@ class ListSampleClassesInput(ToolInput):
     sample_tag: str | None = Field(None, min_length=1, max_length=200,
                                    description="List the classes this tag belongs to (none: empty list).")
     query: str | None = Field(None, max_length=200, description="Substring of class key or description.")
-    limit: int = Field(50, ge=1, le=500)
+    limit: DefaultLimit = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0)
 
 

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from catalog.checks import DOMAIN_PATTERN
 from catalog.sites import SiteRecord, SiteSummary, search_sites, site_detail, with_elevations
+from eco_core.paging import DefaultLimit
 from mcp_gateway import ports
 from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
@@ -27,7 +28,7 @@ class SearchSitesInput(ToolInput):
     longitude: float | None = Field(None, ge=-180, le=180)
     radius_km: float = Field(100.0, gt=0, le=5000, description="Around latitude/longitude.")
     include_elevation: bool = Field(False, description="Add elevation and UTM (one extra cached request).")
-    limit: int = Field(50, ge=1, le=100)
+    limit: DefaultLimit = Field(50, ge=1, le=100)
     offset: int = Field(0, ge=0)
 
 
