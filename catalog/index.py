@@ -1,14 +1,25 @@
-"""The in-memory search index over the persistent catalogs, one per process.
+"""The in-memory search index over the persistent catalogs, held per process.
 
     get_index() -> CatalogIndex     the current index (built on first use)
     peek_index() -> index | None    the current index if no version check is due (no database)
     mark_dirty()                    this process just swapped a catalog: rebuild at next use
+    index_at(versions) -> index | None   a held index of older catalog versions (a pinned reader)
+    held_versions() -> [versions]   what is held, least recently used first
+
+An index is defined by the catalog versions it was built from. The process holds up to
+`cache.max_index_entries` of them in least-recently-used order: the current one, plus the ones a
+swap superseded, so a reader that pinned the versions it started on (`index_at`) still reads
+that catalog after a swap until its index is forgotten (then None: read `get_index()` again).
+With 1 only the current index is held. A held index whose versions come back (a database
+restored to an older state) is served again without a rebuild. Today's tools hold their index
+object for the whole call, so none of them needs `index_at`; what the setting bounds for them is
+how many superseded indexes the process keeps in memory.
 
 Freshness without a query per call: `get_index()` compares the catalog versions in the
 database (one small query on CatalogState) at most once per CHECK_INTERVAL_S; when any version
-moved, whichever process swapped it, the index is rebuilt from the database. Between checks
-every call is served from memory. A refresh in this process calls `mark_dirty()`, so its own
-searches see the new catalog at once.
+moved, whichever process swapped it, the index of the new versions is built from the database
+(or taken from the held ones). Between checks every call is served from memory. A refresh in
+this process calls `mark_dirty()`, so its own searches see the new catalog at once.
 
 Must be called from synchronous code (the ORM): async callers go through
 `asgiref.sync.sync_to_async` or a thread. The catalog data of a built index (products, sites,
@@ -24,10 +35,13 @@ import bisect
 import re
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from catalog.models import CatalogState, LocationRow, ProductRow, ProductSiteAvailabilityRow, ReleaseRow, SiteRow
+from eco_core.config import get_config
 
 CHECK_INTERVAL_S = 1.0
 WORD = re.compile(r"[a-z0-9]+")
@@ -429,13 +443,20 @@ def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catal
 
 # -- the per-process holder ----------------------------------------------------------------
 
+VersionsKey = tuple[tuple[str, int], ...]
+
 _lock = threading.Lock()
-_index: CatalogIndex | None = None
+# Indexes by the catalog versions they were built from, least recently used first, at most
+# cache.max_index_entries; `_current` (what get_index() answers) is always one of them.
+_held: OrderedDict[VersionsKey, CatalogIndex] = OrderedDict()
+_current: CatalogIndex | None = None
 _checked_at = 0.0
 _dirty = True
-
-
 _generation = 0
+
+
+def _key(versions: Mapping[str, int]) -> VersionsKey:
+    return tuple(sorted(versions.items()))
 
 
 def mark_dirty() -> None:
@@ -458,38 +479,73 @@ def _read_versions() -> tuple[dict[str, int], dict[str, CatalogInfo]]:
     return {c: i.version for c, i in info.items()}, info
 
 
+def _hold(key: VersionsKey, idx: CatalogIndex) -> None:
+    """Make `idx` the most recently used entry, then forget the least recently used ones beyond
+    cache.max_index_entries (read at each insertion, so a new configuration applies at once).
+    The entry just made current is the last one, so it is never the one forgotten."""
+    _held[key] = idx
+    _held.move_to_end(key)
+    limit = get_config().cache.max_index_entries
+    while len(_held) > limit:
+        _held.popitem(last=False)
+
+
 def get_index(*, clock=time.monotonic) -> CatalogIndex:
-    global _index, _checked_at, _dirty
-    now = clock()
-    current = _index
-    if current is not None and not _dirty and now - _checked_at < CHECK_INTERVAL_S:
+    """The index of the catalog versions now in the database (checked at most once a
+    CHECK_INTERVAL_S, or at once after mark_dirty); built when no held index has those versions."""
+    global _current, _checked_at, _dirty
+    current = _current
+    if current is not None and not _dirty and clock() - _checked_at < CHECK_INTERVAL_S:
         return current
     with _lock:
-        if _index is not None and not _dirty and clock() - _checked_at < CHECK_INTERVAL_S:
-            return _index
+        if _current is not None and not _dirty and clock() - _checked_at < CHECK_INTERVAL_S:
+            return _current
         _dirty = False
         versions, info = _read_versions()
         _checked_at = clock()
-        if _index is None or versions != _index.versions:
-            _index = build_index(versions, info)
+        key = _key(versions)
+        idx = _held.get(key)
+        if idx is None:
+            idx = build_index(versions, info)
         else:
-            _index.info = info  # same catalogs, newer state: see the module docstring
-        return _index
+            idx.info = info  # same catalogs, newer state: see the module docstring
+        _hold(key, idx)
+        _current = idx
+        return idx
+
+
+def index_at(versions: Mapping[str, int]) -> CatalogIndex | None:
+    """The held index built from exactly these catalog versions (a reader pinned to the versions
+    it started on), marked as just used; None once it has been forgotten. Reads no database."""
+    with _lock:
+        key = _key(versions)
+        idx = _held.get(key)
+        if idx is not None:
+            _held.move_to_end(key)
+        return idx
+
+
+def held_versions() -> list[dict[str, int]]:
+    """The catalog versions of every index this process holds, least recently used first: what
+    cache.max_index_entries bounds."""
+    with _lock:
+        return [dict(key) for key in _held]
 
 
 def peek_index(*, clock=time.monotonic) -> CatalogIndex | None:
     """The index when `get_index()` would return it without reading the database, else None.
     Safe on the event loop: an async caller that gets an index skips a thread hop, which costs
     more than the call's own work for the cheapest catalog reads."""
-    current = _index
+    current = _current
     if current is not None and not _dirty and clock() - _checked_at < CHECK_INTERVAL_S:
         return current
     return None
 
 
 def reset() -> None:
-    """Forget the index (tests; a process that switched databases)."""
-    global _index, _checked_at, _dirty, _generation
+    """Forget every index (tests; a process that switched databases)."""
+    global _current, _checked_at, _dirty, _generation
     with _lock:
-        _index, _checked_at, _dirty = None, 0.0, True
+        _held.clear()
+        _current, _checked_at, _dirty = None, 0.0, True
         _generation += 1

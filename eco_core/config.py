@@ -10,12 +10,26 @@ registered with `eco_core.redact` so that no log line can carry it.
 Deployment settings that are not the spec's (DATABASE_URL, REDIS_URL, CELERY_BROKER_URL) live in
 `eco_service.settings`, because Django reads them before any of this runs.
 
-The loader is hand-written rather than pydantic-settings because three of the spec's rules do not
-fit that library's sources: an unset word (`none`, `null`, empty; any case) on a setting that
-cannot be null must also drop the YAML value below it (its sources are deep-merged, so a higher
-one cannot remove a lower one's key, and `env_parse_none_str` takes a single word); unknown keys
-in the environment and the YAML are reported in one warning (it can ignore, keep or forbid them, not warn);
-and the token has its own ordered sources whose origin is recorded.
+The loader is hand-written rather than pydantic-settings. Checked against pydantic-settings
+2.16.3 (its source and docs), five rules this loader keeps have no place in that library:
+- Unset words. `env_parse_none_str` is one string compared exactly (`value == parse_none_str`),
+  so of `null`, `NULL`, ` None ` and an empty value only the one configured word reads as None;
+  the others reach validation as text and fail.
+- Unsetting a non-nullable setting. Sources are combined with `deep_update`, so a higher source
+  can put a value over a lower one but cannot remove it: `ECO_MCP_ECO__MAX_CONCURRENCY=null`
+  over YAML `max_concurrency: 9` gives None on top (a validation error), not the default 4.
+- Unknown keys. `extra` is ignore, allow or forbid: an unknown `ECO_MCP_*` variable is silently
+  skipped by `EnvSettingsSource` (only dotenv files collect extras), so nothing can name it in
+  the one warning that also names the YAML's unknown keys.
+- An explicit environment. `EnvSettingsSource` reads `os.environ` (in its private
+  `_load_env_vars`); `load_config(env=...)` takes any mapping, which every configuration test
+  uses to pass its own environment without touching the process's.
+- An unreadable --config. `YamlConfigSettingsSource` skips a file that does not exist
+  (`_existing_files`) and lets yaml's own error through; here both stop with exit 2 naming
+  `--config`, and the YAML's line.
+The token's ordered sources with their origin recorded would also be hand-written there
+(`AliasChoices` orders names but does not say which one answered). What the library would take
+over, the nested merge and the comma lists (`NoDecode` plus a validator), is about twenty lines.
 """
 
 from __future__ import annotations
@@ -155,10 +169,10 @@ class CacheTtl(_Section):
 class Cache(_Section):
     enabled: bool = Field(True, description="Cache upstream answers.")
     max_entries: int = Field(1024, ge=1, le=10_000_000, description="Most cached upstream answers.")
-    # The spec lists this setting; this design has nothing for it to bound (see its description).
     max_index_entries: int = Field(4, ge=1, le=64, description=(
-        "Accepted and validated, but not read: each process keeps exactly one search index over the "
-        "current catalogs (replaced when a catalog version moves), so there is no set of indexes to bound."))
+        "Search indexes a process holds, one per set of catalog versions, least recently used forgotten "
+        "first: the current one plus those a catalog swap superseded (1: the current one only). Each is "
+        "the whole catalog in memory."))
     prewarm: bool | None = Field(None, description="Build catalogs at start; unset: true on http, false on stdio.")
     refresh_ahead: float = Field(0.1, ge=0, le=1, description="Refresh in the last fraction of a TTL.")
     stale_if_error_s: int = Field(86400, ge=0, le=30 * 86400, description="Serve stale answers this long when upstream fails.")
@@ -166,13 +180,13 @@ class Cache(_Section):
 
 
 class Limits(_Section):
-    # Every tool in the spec declares its own default page size, so default_limit governs nothing yet.
     default_limit: int = Field(50, ge=1, le=500, description=(
-        "Page size for a paged tool that declares no default of its own; every current tool declares "
-        "one, so no tool reads it."))
+        "Page size when a call sends no limit, on the tools whose spec default is 50 (eco_search_sites, "
+        "eco_find_locations, eco_list_files, eco_list_sample_classes; the others keep their own), at most "
+        "the tool's maximum and max_limit. tools/list still shows 50."))
     max_limit: int = Field(500, ge=1, le=5000, description=(
         "Ceiling on every page size a tool takes (limit and each ..._limit): a larger value sent is invalid_argument; "
-        "a tool default above it is lowered to it."))
+        "a default above it (the tool's own or default_limit) is lowered to it."))
     max_result_bytes: int = Field(50000, ge=1000, le=10_000_000, description="Results above this are trimmed.")
     hard_max_result_bytes: int = Field(200000, ge=1000, le=50_000_000, description="Above this after trimming: result_too_large.")
     text_budget_summary: int = Field(300, ge=10, le=100000, description="Characters of text in summaries.")
