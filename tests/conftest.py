@@ -17,6 +17,7 @@ import pytest
 
 from eco_core import config as eco_config
 
+pytest_plugins = ["tests.reliability.canary"]
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 

@@ -80,6 +80,15 @@ def build_backend(max_entries: int) -> BaseCache:
     return backend
 
 
+def locmem_written_keys() -> dict[str, list[str]]:
+    """Per named LocMem store, the keys this process wrote to it (some may be culled or expired
+    since): an audit, such as the test suite's canary sweep, reads each back with the store's
+    public `get` (a backend from `locmem_backend` with the same name) instead of LocMem's private
+    dictionary."""
+    # set.copy() is one step under the GIL: the event loop may be adding keys meanwhile.
+    return {name: sorted(keys.copy()) for name, keys in list(_locmem_keys.items())}
+
+
 def locmem_backend(max_entries: int, name: str = LOCMEM_NAME) -> BaseCache:
     """An in-process backend whatever Django's default is (unit tests, benchmarks)."""
     from django.core.cache.backends.locmem import LocMemCache
