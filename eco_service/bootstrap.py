@@ -105,6 +105,19 @@ def ensure_sqlite_folder(alias: str = "default") -> None:
         Path(db["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 
 
+def _hooks_undone(alias: str) -> bool:
+    """Django records each migration before the post-migrate hooks run, so a process killed
+    between the two leaves no migration pending and the hooks' work undone for good: content
+    types, permissions and the catalog's beat schedule, without which Celery beat never refreshes
+    the catalogs. The catalog's schedule comes at the end of that work (catalog is the last app
+    with models), so its absence is the mark; `migrate` runs the hooks again with nothing to apply."""
+    from django_celery_beat.models import PeriodicTask
+
+    from catalog.schedule import PERIODIC_TASK_NAME
+
+    return not PeriodicTask.objects.using(alias).filter(name=PERIODIC_TASK_NAME).exists()
+
+
 def prepare_database() -> None:
     """Apply pending migrations, so the embedded SQLite default works on first start with
     nothing else to run. Migration output goes to stderr (stdout may be MCP framing).
@@ -112,12 +125,16 @@ def prepare_database() -> None:
     Safe when several processes start together on one fresh database: only the holder of
     the migration lock migrates; the others wait, then find nothing left to do."""
     ensure_sqlite_folder("default")
-    # Reading the plan takes no lock, so an up-to-date fleet restarting never queues.
-    if not _pending("default"):
+    # Reading the plan (and one row) takes no lock, so an up-to-date fleet restarting never queues.
+    if not _pending("default") and not _hooks_undone("default"):
         return
     with migration_lock("default"):
         # Another process may have migrated while this one waited for the lock.
         pending = _pending("default")
+        undone = not pending and _hooks_undone("default")
         if pending:
             log.info("applying %d database migrations", pending)
+        elif undone:
+            log.info("finishing the post-migrate work an interrupted migrate left undone")
+        if pending or undone:
             call_command("migrate", interactive=False, verbosity=0, stdout=sys.stderr, stderr=sys.stderr)

@@ -44,14 +44,23 @@ def sim_env(sim: Any, **extra: str) -> dict[str, str]:
     return clean_env(ECO_MCP_ECO__BASE_URL=sim.base_url, ECO_MCP_ECO__GRAPHQL_URL=sim.graphql_url, **extra)
 
 
+def spawn_python(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """`python <args>` in the repository, with stdout and stderr in `log`."""
+    return subprocess.Popen([PYTHON, *args], cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log.open("wb"),
+                            stderr=subprocess.STDOUT)
+
+
 def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """`python manage.py <args>` with stdout and stderr in `log`."""
-    return subprocess.Popen([PYTHON, "manage.py", *args], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
-                            stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    """`python manage.py <args>`."""
+    return spawn_python(["manage.py", *args], env, log)
 
 
 def run(args: list[str], env: dict[str, str], log: Path) -> int:
-    proc = spawn(args, env, log)
+    return run_python(["manage.py", *args], env, log)
+
+
+def run_python(args: list[str], env: dict[str, str], log: Path) -> int:
+    proc = spawn_python(args, env, log)
     try:
         return proc.wait(timeout=HANG_S * 2)
     finally:
