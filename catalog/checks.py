@@ -13,9 +13,10 @@ from eco_core.config import get_config
 from eco_core.errors import EcoError
 from upstream.mapping import host_of, unreachable_hint
 
-# The tools accept the domain in either case; the reads upper-case it before comparing.
-DOMAIN_PATTERN = r"^[Dd](0[1-9]|1\d|20)$"
-DOMAIN = re.compile(r"^D(0[1-9]|1\d|20)$")
+# The tools accept the domain in either case; the reads upper-case it before comparing. ASCII
+# digits only, as in catalog.months.MONTH_PATTERN (\d would take other scripts' digits).
+DOMAIN_PATTERN = r"^[Dd](0[1-9]|1[0-9]|20)$"
+DOMAIN = re.compile(r"^D(0[1-9]|1[0-9]|20)$")
 
 
 def bad(field_name: str, message: str) -> EcoError:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-# A month as callers write it; the tools' input schemas declare the same pattern.
-MONTH_PATTERN = r"^\d{4}-(0[1-9]|1[0-2])$"
+# A month as callers write it; the tools' input schemas declare the same pattern. [0-9], not \d:
+# pydantic's and Python's \d also match other scripts' digits ("२०२३-01" read as 2023-01), while the
+# published schema is read with ECMA-262's \d, ASCII digits only, by every JSON Schema client.
+MONTH_PATTERN = r"^[0-9]{4}-(0[1-9]|1[0-2])$"
 MONTH = re.compile(MONTH_PATTERN)
 
 
