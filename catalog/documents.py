@@ -109,8 +109,7 @@ async def _document_text(client: UpstreamClient, cfg: EcoConfig, spec_number: st
 
     key = "v1:{}:public:doctext:{}".format(
         client.namespace, hashlib.sha256(f"{cfg.eco.base_url}|{spec_number}".encode()).hexdigest()[:32])
-    hit = await client.cache.get_or_fetch(key, cfg.cache.ttl_s.documents, fetch)
-    return dict(hit.value)
+    return dict(await client.cached(key, cfg.cache.ttl_s.documents, fetch))
 
 
 async def _owner(client: UpstreamClient, idx: CatalogIndex, product: str, spec_number: str) -> um.Spec:

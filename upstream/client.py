@@ -336,6 +336,7 @@ class UpstreamClient:
 
         async def fetch() -> dict[str, Any]:
             resp = await self.http.request(call, token=token)
+            _not_json(call.endpoint, resp.headers)
             return _document_head(spec_number, call.url, resp.headers).model_dump()
 
         hit = await self.cache.get_or_fetch(self._key(call, token), self.cfg.cache.ttl_s.documents, fetch)
@@ -350,6 +351,7 @@ class UpstreamClient:
         token = self.http.token_for(call)
         resp = await self.http.request(call, token=token, stream=True)
         try:
+            _not_json(call.endpoint, resp.headers)
             head = _document_head(spec_number, call.url, resp.headers)
             if max_bytes is not None and head.size is not None and head.size > max_bytes:
                 raise _too_large(spec_number, head.size, max_bytes)
@@ -372,6 +374,13 @@ class UpstreamClient:
             return True
         raise EcoError("upstream_error", f"/documents/{{specNumber}}: upstream redirected to another host ({host}); "
                        "not followed", details={"endpoint": "/documents/{specNumber}", "redirectHost": host})
+
+    async def cached(self, key: str, ttl_s: float, fetch: Callable[[], Awaitable[Any]]) -> Any:
+        """A value made from upstream replies outside this client (a document's extracted text),
+        cached and counted like the client's own reads: served stale, it is marked stale."""
+        hit = await self.cache.get_or_fetch(key, ttl_s, fetch)
+        self._count(hit.hit, hit.stale)
+        return hit.value
 
     def _count(self, hit: bool, stale: bool) -> None:
         """A cache hit, and whether the answer was stale, into the call's accounting."""
@@ -479,6 +488,16 @@ def _document_head(spec_number: str, url: str, headers: httpx.Headers) -> m.Docu
         filename = disposition.split("filename=", 1)[1].split(";")[0].strip().strip('"') or None
     return m.DocumentHead(spec_number=spec_number, url=url, content_type=headers.get("content-type"),
                           size=int(length) if length and length.isdigit() else None, filename=filename)
+
+
+def _not_json(endpoint: str, headers: httpx.Headers) -> None:
+    """A document answered in JSON is not the document but an API reply (an error envelope, a
+    broken answer): raised as an unexpected reply, so it is neither cached as the document's
+    metadata or text nor saved as its file. Documents are PDFs and other files, never JSON."""
+    ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype == "application/json" or ctype.endswith("+json"):
+        raise EcoError("upstream_error", f"{endpoint}: unexpected upstream reply (JSON instead of the document)",
+                       details={"endpoint": endpoint, "reason": "unexpected_body"})
 
 
 def _too_large(spec_number: str, size: int, max_bytes: int) -> EcoError:
