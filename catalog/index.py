@@ -447,9 +447,9 @@ VersionsKey = tuple[tuple[str, int], ...]
 
 _lock = threading.Lock()
 # Indexes by the catalog versions they were built from, least recently used first, at most
-# cache.max_index_entries; `_current` (what get_index() answers) is always one of them.
+# cache.max_index_entries; `_index` (what get_index() answers) is always one of them.
 _held: OrderedDict[VersionsKey, CatalogIndex] = OrderedDict()
-_current: CatalogIndex | None = None
+_index: CatalogIndex | None = None
 _checked_at = 0.0
 _dirty = True
 _generation = 0
@@ -493,13 +493,13 @@ def _hold(key: VersionsKey, idx: CatalogIndex) -> None:
 def get_index(*, clock=time.monotonic) -> CatalogIndex:
     """The index of the catalog versions now in the database (checked at most once a
     CHECK_INTERVAL_S, or at once after mark_dirty); built when no held index has those versions."""
-    global _current, _checked_at, _dirty
-    current = _current
+    global _index, _checked_at, _dirty
+    current = _index
     if current is not None and not _dirty and clock() - _checked_at < CHECK_INTERVAL_S:
         return current
     with _lock:
-        if _current is not None and not _dirty and clock() - _checked_at < CHECK_INTERVAL_S:
-            return _current
+        if _index is not None and not _dirty and clock() - _checked_at < CHECK_INTERVAL_S:
+            return _index
         _dirty = False
         versions, info = _read_versions()
         _checked_at = clock()
@@ -510,7 +510,7 @@ def get_index(*, clock=time.monotonic) -> CatalogIndex:
         else:
             idx.info = info  # same catalogs, newer state: see the module docstring
         _hold(key, idx)
-        _current = idx
+        _index = idx
         return idx
 
 
@@ -536,7 +536,7 @@ def peek_index(*, clock=time.monotonic) -> CatalogIndex | None:
     """The index when `get_index()` would return it without reading the database, else None.
     Safe on the event loop: an async caller that gets an index skips a thread hop, which costs
     more than the call's own work for the cheapest catalog reads."""
-    current = _current
+    current = _index
     if current is not None and not _dirty and clock() - _checked_at < CHECK_INTERVAL_S:
         return current
     return None
@@ -544,8 +544,8 @@ def peek_index(*, clock=time.monotonic) -> CatalogIndex | None:
 
 def reset() -> None:
     """Forget every index (tests; a process that switched databases)."""
-    global _current, _checked_at, _dirty, _generation
+    global _index, _checked_at, _dirty, _generation
     with _lock:
         _held.clear()
-        _current, _checked_at, _dirty = None, 0.0, True
+        _index, _checked_at, _dirty = None, 0.0, True
         _generation += 1
