@@ -96,6 +96,8 @@ def start_stdio(sim: Any, folder: Path) -> tuple[subprocess.Popen[str], Any, int
     if connection.vendor == "postgresql":
         s = connection.settings_dict
         env["DATABASE_URL"] = f"postgresql://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    else:  # its first catalog call builds the catalog, which must not eat that call's deadline
+        env["ECO_MCP_ECO__CALL_DEADLINE_S"] = "180"
     env.update({"ECO_TOKEN": CANARY.token, "ECO_MCP_DATA_DIR": str(folder / "data"), "PYTHONPATH": str(REPO),
                 "ECO_MCP_ECO__BASE_URL": sim.base_url, "ECO_MCP_ECO__GRAPHQL_URL": sim.graphql_url,
                 "ECO_MCP_DOWNLOADS__DIRECTORY": str(folder / "downloads"),
