@@ -105,59 +105,40 @@ def _finding(where: str, data: bytes | str) -> list[str]:
 
 # ---------------------------------------------------------------------------------------- logs
 class LogRecorder(logging.Handler):
-    """Keeps every log line that would be written with the canary in it.
+    """Keeps every log record that carries the canary, as its text was before any redacting
+    filter: it is the first handler of the loggers it is attached to (tests/upstream/conftest.py
+    holds its own loggers to the same bar). The redacting filter masks known tokens on stderr as
+    a second line of defence; a record that needed it is still reported, with a note."""
 
-    At the root logger it keeps the line as the product's stderr sink writes it, after the
-    redacting filter (`redact.scrub_log`, in the emitting context, as that filter runs), and
-    counts the lines that filter had to mask. On a logger that does not propagate (uvicorn's
-    own in tests) the line is kept as it is: nothing masks it there."""
-
-    def __init__(self, *, masked_by_sink: bool) -> None:
+    def __init__(self) -> None:
         super().__init__(logging.NOTSET)
-        self.masked_by_sink = masked_by_sink
         self.leaks: list[str] = []
-        self.masked = 0
+        self.records = 0
         self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
+        self.records += 1
         try:
             line = self.format(record)
         except Exception:  # a bad format string still has its raw text
             line = f"{record.name}: {record.msg} {record.args}"
-        if not find(line):
-            return
-        written = redact.scrub_log(line) if self.masked_by_sink else line
-        found = find(written)
+        found = find(line)
         if found:
-            self.leaks.append(f"log line of {record.name!r}: {', '.join(found)}: {hidden(written)[:300]}")
-        else:
-            self.masked += 1
-
-
-@dataclass
-class Recorders:
-    root: LogRecorder = field(default_factory=lambda: LogRecorder(masked_by_sink=True))
-    side: LogRecorder = field(default_factory=lambda: LogRecorder(masked_by_sink=False))
+            # scrub_log runs in the emitting context, as the redacting filter does.
+            note = " (the redacting filter would have masked it)" if not find(redact.scrub_log(line)) else ""
+            self.leaks.append(f"log record of {record.name!r}{note}: {', '.join(found)}: {hidden(line)[:300]}")
 
     def attach(self) -> None:
-        """On the root logger and every logger that stops propagation; again after anything
-        (logging.config.dictConfig, a uvicorn.Config) replaced their handlers."""
-        if self.root not in logging.root.handlers:
-            logging.root.addHandler(self.root)
-        for logger in list(logging.root.manager.loggerDict.values()):
-            if isinstance(logger, logging.Logger) and not logger.propagate and self.side not in logger.handlers:
-                logger.addHandler(self.side)
-
-    @property
-    def leaks(self) -> list[str]:
-        return self.root.leaks + self.side.leaks
-
-    @property
-    def masked(self) -> int:
-        return self.root.masked + self.side.masked
+        """First on the root logger and on every logger that stops propagation (uvicorn's own in
+        tests); again after anything (logging.config.dictConfig, a uvicorn.Config) replaced them."""
+        loggers = [logging.root, *(logger for logger in list(logging.root.manager.loggerDict.values())
+                                   if isinstance(logger, logging.Logger) and not logger.propagate)]
+        for logger in loggers:
+            if self not in logger.handlers:
+                logger.handlers.insert(0, self)
 
 
-RECORDERS = Recorders()
+RECORDER = LogRecorder()
 
 
 # ------------------------------------------------------------------------------------- sweeps
@@ -335,15 +316,15 @@ def sweep_session(basetemp: Path, db_connection: Any | None, redis_url: str | No
         s.findings += found
     found, s.counts["local cache entries"] = sweep_local_caches()
     s.findings += found
-    s.findings += RECORDERS.leaks
-    s.counts["log lines masked by the redacting filter"] = RECORDERS.masked
+    s.findings += RECORDER.leaks
+    s.counts["log records"] = RECORDER.records
     s.done = True
     return s
 
 
 def pytest_configure(config: pytest.Config) -> None:
     STATE["started"] = time.time()
-    RECORDERS.attach()
+    RECORDER.attach()
 
 
 # What makes pytest-django create the test database (its `_get_databases_for_test`): without
@@ -358,7 +339,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    RECORDERS.attach()
+    RECORDER.attach()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -157,13 +157,13 @@ async def test_the_canary_appears_in_no_answer_header_log_file_or_row_of_any_too
             logger.setLevel(level)
         if proc.poll() is None:
             proc.kill()
-    canary.RECORDERS.attach()
+    canary.RECORDER.attach()
     _check_stdio(answers, tmp_path / "downloads")
     _check_upstream_saw_the_canary_only_as_a_header_to_its_host(sim)
     # Rows are checked here too: the test's own transaction is rolled back before the session sweep.
     assert await sync_to_async(lambda: canary.sweep_database(connections["default"])[0])() == []
     assert canary.sweep_files([tmp_path])[0] == []
-    assert canary.RECORDERS.leaks == []
+    assert canary.RECORDER.leaks == []
 
 
 async def _http_traffic(http_server: Any, cfg: Any, sim: Any, registry: Any) -> None:
@@ -171,7 +171,7 @@ async def _http_traffic(http_server: Any, cfg: Any, sim: Any, registry: Any) -> 
         return types.ElicitResult(action="accept", content={"sample_class": "cfc_fieldData_in.sampleID"})
 
     with http_server(cfg) as srv:
-        canary.RECORDERS.attach()  # uvicorn's loggers were configured again by this server
+        canary.RECORDER.attach()  # uvicorn's loggers were configured again by this server
         async with http_client(srv.url, CANARY.token, elicitation_callback=choose) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert set(tools) == {s.name for s in registry.listed(http=True)}
@@ -251,12 +251,11 @@ def test_the_sweep_finds_a_canary_planted_in_a_file_redis_a_row_a_local_cache_an
         cur.execute("INSERT INTO canary_control VALUES (%s, %s)", ["clean", token])
     cache = UpstreamCache(load_config(env={}, warn=False).cache, backend=locmem_backend(10, name="eco-canary-control"))
     asyncio.run(cache.put("control-key", 60, {"body": b"{" + token + b"}"}))
-    side = canary.LogRecorder(masked_by_sink=False)
-    sink = canary.LogRecorder(masked_by_sink=True)
-    logger = logging.Logger("canary.control")  # not registered: the session's recorders never see it
-    logger.addHandler(side)
-    logger.addHandler(sink)
+    recorder = canary.LogRecorder()
+    logger = logging.Logger("canary.control")  # not registered: the session's recorder never sees it
+    logger.addHandler(recorder)
     try:
+        logger.warning("user %s", CANARY.mark)  # no filter knows the mark
         with redact.call_secret(CANARY.token):
             logger.warning("sent %s", CANARY.token)
         summary = canary.sweep_session(tmp_path, connection, redis_url)
@@ -275,5 +274,7 @@ def test_the_sweep_finds_a_canary_planted_in_a_file_redis_a_row_a_local_cache_an
     assert "Redis value (zset)" in found
     assert "database table canary_control: " in found
     assert "local cache 'eco-canary-control' value of 'control-key'" in found
-    assert len(side.leaks) == 1 and (sink.leaks, sink.masked) == ([], 1)  # the sink's filter masked it
+    assert len(recorder.leaks) == 2 and "masked" not in recorder.leaks[0]
+    assert "(the redacting filter would have masked it)" in recorder.leaks[1]
+    assert "[canary]" in recorder.leaks[1] and not canary.find(found + "".join(recorder.leaks))
     assert canary.sweep_local_caches()[0] == [] and not canary.sweep_files([tmp_path])[0]
