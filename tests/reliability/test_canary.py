@@ -17,9 +17,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import httpx
 import mcp_types as types
 from asgiref.sync import sync_to_async
 from django.db import connection, connections
+from django.test import Client as DjangoClient
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -36,6 +38,7 @@ from tests.tools.conftest import sim_cfg  # noqa: F401  (fixture)
 from upstream_sim.biodata import RECORDED_PROTO_UUID, Samples
 
 PRODUCT = "DP1.10003.001"  # breeding landbird point counts: small files at HARV in 2020-05
+OPS_TOKEN = "canary-suite-ops-token-0123456789"
 FILES = {"product": PRODUCT, "site_codes": ["HARV"], "start_month": "2020-05"}
 # One valid call per registered tool: a tool registered without an entry here fails the test.
 VALID: dict[str, dict[str, Any]] = {
@@ -148,7 +151,7 @@ async def test_the_canary_appears_in_no_answer_header_log_file_or_row_of_any_too
         cfg = load_config(flags={"eco.base_url": sim.base_url, "eco.graphql_url": sim.graphql_url,
                                  "server.transport": "http", "server.allow_insecure_header_token": True,
                                  "server.share_config_token_over_http": True, "eco.retries.backoff_base_s": 0.01},
-                          env={"ECO_TOKEN": CANARY.token}, warn=False)
+                          env={"ECO_TOKEN": CANARY.token, "ECO_MCP_SERVER__OPS_TOKEN": OPS_TOKEN}, warn=False)
         active_config(cfg)
         await _http_traffic(http_server, cfg, sim, registry)
         answers = finish_stdio(proc, errfile, replies)
@@ -186,7 +189,12 @@ async def _http_traffic(http_server: Any, cfg: Any, sim: Any, registry: Any) -> 
             assert_valid_tool_result(tools["eco_get_sample"], await _checked(
                 client, "eco_get_sample", {"sample_tag": Samples.SHARED_TAG}))
             assert isinstance(await _checked(client, "eco_canary_no_such_tool", {}), Exception)
+            resources = (await client.list_resources()).resources
+            assert resources
+            for resource in resources:
+                clean(f"resource {resource.uri}", (await client.read_resource(resource.uri)).model_dump_json())
             await _faults(client, sim)
+        await _operator_routes(srv.base)
         async with http_client(srv.url, CANARY.revoked) as revoked:
             for spec in registry.listed(http=True):
                 if spec.requires_token:
@@ -194,6 +202,24 @@ async def _http_traffic(http_server: Any, cfg: Any, sim: Any, registry: Any) -> 
             await _checked(revoked, "eco_ping", VALID["eco_ping"])
         async with http_client(srv.url, None) as lent:  # the configured canary, lent to an anonymous caller
             assert_valid_tool_result(tools["eco_list_files"], await _checked(lent, "eco_list_files", FILES))
+
+
+async def _operator_routes(base: str) -> None:
+    """What an operator reads: health, readiness and metrics (asked with the canary header), and
+    the ops API's reports (with its bearer token)."""
+    async with httpx.AsyncClient(headers={"X-API-Token": CANARY.token}, event_hooks={"response": [check_headers]}) as http:
+        for path in ("/healthz", "/readyz", "/metrics"):
+            clean(path, (await http.get(base + path)).text)
+
+    def ops_reports() -> list[str]:
+        client = DjangoClient(HTTP_AUTHORIZATION=f"Bearer {OPS_TOKEN}")
+        answers = [client.get(p) for p in ("/api/ops/catalogs", "/api/ops/refresh-log", "/api/ops/upstream/cache",
+                                            "/api/ops/upstream/rate-limit", "/api/ops/upstream/graphql-breaker")]
+        assert all(a.status_code == 200 for a in answers), [a.status_code for a in answers]
+        return [a.content.decode() for a in answers]
+
+    for i, body in enumerate(await sync_to_async(ops_reports)()):
+        clean(f"ops report {i}", body)
 
 
 async def _faults(client: Client, sim: Any) -> None:
