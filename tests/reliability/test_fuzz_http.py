@@ -1,0 +1,43 @@
+"""Schema fuzzing over HTTP: every tool the server lists in tools/list, called through the SDK's
+real MCP client with arguments drawn from its own inputSchema (valid, hostile and invalid), against
+`manage.py eco_mcp --transport http` in its own process, with the simulator behind it. Every
+answer must be a schema-valid success or an error from the spec's table (see oracle.py).
+
+Two samples run each time: a fixed seed, and a rotating one (ECO_FUZZ_SEED, else today's date);
+both are printed, so a failure replays with ECO_FUZZ_SEED=<seed>. bench/bench_fuzz.py runs more.
+"""
+
+from __future__ import annotations
+
+from tests.reliability.conftest import fresh_token, serve_http
+from tests.reliability.fuzzing import vocabulary
+from tests.reliability.oracle import fuzz_client, rotating_seed, save_report
+
+FIXED_SEED = 22_001
+CASES_PER_SEED = 600
+INVALID_KINDS = {"wrong_type", "out_of_range", "unknown_key", "missing_required"}
+
+
+async def test_every_tool_listed_over_http_answers_fuzzed_arguments_with_a_valid_result_or_a_spec_error(
+        sim, sim_data_dir, redis_url, tmp_path):
+    from mcp import Client
+
+    seeds = [FIXED_SEED, rotating_seed()]
+    print(f"fuzz seeds over HTTP: {seeds} (replay the second with ECO_FUZZ_SEED={seeds[1]})")
+    env = {**sim_data_dir.env, "REDIS_URL": redis_url, "ECO_TOKEN": fresh_token(sim),
+           # The operator's token is lent to callers, so the token-only tools get past auth_required,
+           # and sent on every request, so the calls spend the token's own simulator budget.
+           "ECO_MCP_SERVER__SHARE_CONFIG_TOKEN_OVER_HTTP": "true", "ECO_MCP_ECO__TOKEN_FOR_PUBLIC_ENDPOINTS": "true"}
+    with serve_http(env, tmp_path / "http.log") as service:
+        async with Client(service.url, mode="2026-07-28") as client:
+            tally, listed = await fuzz_client(client, [(s, CASES_PER_SEED) for s in seeds], vocabulary(sim),
+                                              log_of=service.log.traceback_of)
+    print(f"{tally.calls} calls in {tally.seconds:.1f} s; outcomes {dict(tally.by_outcome)}")
+    print("mean ms by tool: " + ", ".join(f"{t} {1000 * tally.seconds_by_tool[t] / n:.0f}"
+                                          for t, n in tally.by_tool.most_common()))
+    save_report(tally, "http")
+    assert not tally.failures, tally.report()
+    assert tally.calls == 2 * CASES_PER_SEED
+    assert "eco_download_files" not in listed  # stdio only: fuzzed in test_fuzz_stdio
+    kinds = {tool: {k for (t, k) in tally.by_tool_kind if t == tool} for tool in listed}
+    assert [t for t, k in kinds.items() if "valid" not in k or not k & INVALID_KINDS] == []
