@@ -4,11 +4,11 @@
 At start-up it mints CANARY: a token the session simulator accepts (signed for its seed) whose
 `sub` claim carries a random mark, and a REVOKED twin signed for another seed, which the
 simulator refuses with 403. tests/reliability/test_canary.py configures both and sends them
-through every tool. The plugin records every log line that would be written with either in it,
-and at the end of the session, while the test database still exists, sweeps every table of it,
-the Redis db of REDIS_URL (keys and values of every type), the process's LocMem upstream caches,
-every file under pytest's basetemp and the files this run wrote to the data and download
-directories. A find fails the run with an error naming each place.
+through every tool. The plugin records every log record that carries either (before any
+redacting filter), and at the end of the session, while the test database still exists, sweeps
+every table of it, the Redis db of REDIS_URL (keys and values of every type), the process's
+LocMem upstream caches, every file under pytest's basetemp and the files this run wrote to the
+data and download directories. A find fails the run with an error naming each place.
 
 The sweep looks for the tokens, their payload and signature segments (a partial leak), the mark
 (a decoded token), their base64 (std and url-safe, at the three byte alignments, so a token inside
@@ -281,6 +281,7 @@ def sweep_local_caches() -> tuple[list[str], int]:
 class Summary:
     findings: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
     done: bool = False
 
 
@@ -300,6 +301,7 @@ def download_dirs() -> list[Path]:
 def sweep_session(basetemp: Path, db_connection: Any | None, redis_url: str | None) -> Summary:
     from django.conf import settings
 
+    started = time.perf_counter()
     s = Summary()
     found, read = sweep_files([basetemp])
     s.findings += found
@@ -318,6 +320,7 @@ def sweep_session(basetemp: Path, db_connection: Any | None, redis_url: str | No
     s.findings += found
     s.findings += RECORDER.leaks
     s.counts["log records"] = RECORDER.records
+    s.seconds = time.perf_counter() - started
     s.done = True
     return s
 
@@ -372,4 +375,5 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not summary.done:
         return
     counts = ", ".join(f"{v} {k}" for k, v in summary.counts.items())
-    terminalreporter.write_line(f"canary sweep: found {len(summary.findings)} times; searched {counts}")
+    terminalreporter.write_line(f"canary sweep: found in {len(summary.findings)} places; searched {counts} "
+                                f"in {summary.seconds:.2f} s")

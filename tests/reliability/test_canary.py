@@ -14,6 +14,7 @@ import logging
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +151,9 @@ async def test_the_canary_appears_in_no_answer_header_log_file_or_row_of_any_too
     try:
         cfg = load_config(flags={"eco.base_url": sim.base_url, "eco.graphql_url": sim.graphql_url,
                                  "server.transport": "http", "server.allow_insecure_header_token": True,
-                                 "server.share_config_token_over_http": True, "eco.retries.backoff_base_s": 0.01},
+                                 "server.share_config_token_over_http": True, "eco.retries.backoff_base_s": 0.01,
+                                 # The canary on public upstream requests too (a refresh over HTTP stays anonymous).
+                                 "eco.token_for_public_endpoints": True},
                           env={"ECO_TOKEN": CANARY.token, "ECO_MCP_SERVER__OPS_TOKEN": OPS_TOKEN}, warn=False)
         active_config(cfg)
         await _http_traffic(http_server, cfg, sim, registry)
@@ -194,7 +197,7 @@ async def _http_traffic(http_server: Any, cfg: Any, sim: Any, registry: Any) -> 
             for resource in resources:
                 clean(f"resource {resource.uri}", (await client.read_resource(resource.uri)).model_dump_json())
             await _faults(client, sim)
-        await _operator_routes(srv.base)
+        await _operator_routes(srv.base, sim)
         async with http_client(srv.url, CANARY.revoked) as revoked:
             for spec in registry.listed(http=True):
                 if spec.requires_token:
@@ -204,19 +207,30 @@ async def _http_traffic(http_server: Any, cfg: Any, sim: Any, registry: Any) -> 
             assert_valid_tool_result(tools["eco_list_files"], await _checked(lent, "eco_list_files", FILES))
 
 
-async def _operator_routes(base: str) -> None:
+async def _operator_routes(base: str, sim: Any) -> None:
     """What an operator reads: health, readiness and metrics (asked with the canary header), and
-    the ops API's reports (with its bearer token)."""
+    the ops API (with its bearer token): a refresh it queues fails upstream, so the refresh log,
+    the catalog state and the queued refresh's cached state all record an upstream error."""
     async with httpx.AsyncClient(headers={"X-API-Token": CANARY.token}, event_hooks={"response": [check_headers]}) as http:
         for path in ("/healthz", "/readyz", "/metrics"):
             clean(path, (await http.get(base + path)).text)
 
     def ops_reports() -> list[str]:
         client = DjangoClient(HTTP_AUTHORIZATION=f"Bearer {OPS_TOKEN}")
+        sim.faults.add("status", route=r"^/api/v0/releases$", status=500)
+        queued = client.post("/api/ops/refreshes", {"catalogs": ["releases"], "source": "rest"},
+                             content_type="application/json")
+        assert queued.status_code == 202, queued.content
+        deadline = time.monotonic() + 60  # a bound, not a timing assertion: the refresh must end
+        while (state := client.get(f"/api/ops/refreshes/{queued.json()['id']}").json())["state"] in ("queued", "running"):
+            assert time.monotonic() < deadline, state
+            time.sleep(0.05)
+        sim.faults.clear()
+        assert state["state"] == "failed", state
         answers = [client.get(p) for p in ("/api/ops/catalogs", "/api/ops/refresh-log", "/api/ops/upstream/cache",
                                             "/api/ops/upstream/rate-limit", "/api/ops/upstream/graphql-breaker")]
         assert all(a.status_code == 200 for a in answers), [a.status_code for a in answers]
-        return [a.content.decode() for a in answers]
+        return [json.dumps(state), *(a.content.decode() for a in answers)]
 
     for i, body in enumerate(await sync_to_async(ops_reports)()):
         clean(f"ops report {i}", body)
@@ -246,6 +260,7 @@ def _check_stdio(answers: dict[int, dict[str, Any]], downloads: Path) -> None:
 def _check_upstream_saw_the_canary_only_as_a_header_to_its_host(sim: Any) -> None:
     sent = [r for r in sim.requests if canary.find(json.dumps(r.to_json()))]
     assert sent and all(r.headers.get("x-api-token") in (CANARY.token, CANARY.revoked) for r in sent)
+    assert {"/api/v0/taxonomy", "/api/v0/data/DP1.10003.001/HARV/2020-05"} <= {r.path for r in sent}  # public, token-only
     # Never in a query string, never to the storage host (signed URLs, the foreign redirect).
     assert all(not canary.find(json.dumps(r.query)) and r.port == sim.port for r in sent)
 
