@@ -1,11 +1,10 @@
 """What the kill -9 tests share: real subprocesses of the product's own commands, a real SIGKILL,
 polling for the moment to kill (never a sleep), and the PostgreSQL databases they run on.
 
-The databases are named `kill9_*` and dropped at the end. `shared_pg(postgres_url, sim=None)`
-gives one migrated database per session (and, with `sim`, a full catalog built from it): the
-migrate test compares its schema with an interrupted one, the refresh test kills refreshes of
-its catalog and the download test's stdio server reads it. pytest makes a fixture imported into
-several modules once per module, so the memo here is what keeps it to one build per session.
+The databases are named `kill9_*` and dropped at the end. `shared_pg(postgres_url, tmp)` gives
+one migrated database per session: the migrate test compares an interrupted migrate's schema
+with it, the refresh test builds and kills refreshes on it. A session fixture is made once per
+module that defines it, so the memo here is what keeps it to one migrate per session.
 """
 
 from __future__ import annotations
@@ -150,27 +149,19 @@ def pg_schema(url: str) -> dict[str, list[tuple[Any, ...]]]:
 _shared: dict[str, str] = {}
 
 
-def shared_pg(postgres_url: str, tmp: Path, sim: Any = None) -> str:
-    """The session's migrated `kill9_shared_*` database; with `sim`, also holding every catalog,
-    refreshed from that simulator by the real refresh command."""
+def shared_pg(postgres_url: str, tmp: Path) -> str:
+    """The session's `kill9_shared_*` database, migrated once by an uninterrupted `migrate`."""
     if "url" not in _shared:
         url = create_db(postgres_url, "shared")
         _shared["url"] = url
         log = tmp / "shared-migrate.log"
         assert run(["migrate", "--noinput"], clean_env(DATABASE_URL=url, ECO_MCP_DATA_DIR=str(tmp)), log) == 0, (
             log.read_text())
-    url = _shared["url"]
-    if sim is not None and _shared.get("catalog_for") != sim.base_url:
-        log = tmp / "shared-refresh.log"
-        env = sim_env(sim, DATABASE_URL=url, ECO_MCP_DATA_DIR=str(tmp))
-        assert run(["eco_catalog_refresh", "--json"], env, log) == 0, log.read_text()
-        _shared["catalog_for"] = sim.base_url
-    return url
+    return _shared["url"]
 
 
 def drop_shared() -> None:
     url = _shared.pop("url", None)
-    _shared.pop("catalog_for", None)
     if url:
         drop_db(url)
 

@@ -1,15 +1,21 @@
-"""kill -9 of `manage.py eco_catalog_refresh` mid-build, on real PostgreSQL, against the simulator
-over real sockets: the previous version of every catalog stays whole and is what readers see,
-nothing is left claiming a refresh is under way, and the next refresh completes.
+"""kill -9 of `manage.py eco_catalog_refresh` mid-build, against the simulator over real sockets,
+on real PostgreSQL and on the embedded SQLite default: the previous version of every catalog
+stays whole and is what readers see, nothing is left claiming a refresh is under way or holding
+the next one up, and the next refresh completes.
 
-Two moments: while the refresh waits for the upstream (the simulator holds its GraphQL request,
-which its request log shows arrived), and inside the swap transaction itself, after it deleted
-the old rows (its INSERT waits on a row of the same name the test has not committed).
+Two moments on each database: while the refresh waits for the upstream (the simulator holds a
+catalog request, which its request log shows arrived), and inside the swap transaction, after
+it deleted the old rows: on PostgreSQL its INSERT waits on a row of the same name the test has
+not committed; on SQLite it cannot commit while the test holds a read transaction open.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+import shutil
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -30,40 +36,63 @@ from tests.reliability.kill9_support import (
 
 TABLES = {"products": ("catalog_product", "catalog_productsiteavailability"), "sites": ("catalog_site",),
           "releases": ("catalog_release",), "locations": ("catalog_location",)}
-
 COLUMNS = ("name, location_type, description, domain_code, site_code, parent, latitude, longitude, elevation, "
            "utm_easting, utm_northing, utm_zone, utm_hemisphere")
-
-pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture(scope="session")
-def catalog_db(postgres_url: str, sim: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield shared_pg(postgres_url, tmp_path_factory.mktemp("kill9-shared"), sim)
-    drop_shared()
+Rows = Callable[[str], list[tuple[Any, ...]]]
 
 
-def snapshot(url: str) -> dict[str, Any]:
+def snapshot(rows: Rows, catalogs: tuple[str, ...]) -> dict[str, Any]:
     """Each catalog's state row and, per table, how many rows and which ones (by primary key: a
-    rebuilt table has new keys even when the simulator sends the same records)."""
-    states = {r[0]: r[1:] for r in query(url, "SELECT catalog, version, row_count, refreshed_at, last_error, "
-                                              "last_attempt_at FROM catalog_catalogstate")}
-    tables = {t: query(url, f"SELECT count(*), md5(string_agg(id::text, ',' ORDER BY id)) FROM {t}")[0]
-              for names in TABLES.values() for t in names}
-    log = query(url, "SELECT count(*), count(*) FILTER (WHERE ok) FROM catalog_catalogrefresh")[0]
-    return {"states": states, "tables": tables, "refresh_log": log}
+    rebuilt table has new keys even when the simulator sends the same records), and the log."""
+    wanted = ", ".join(f"'{c}'" for c in catalogs)
+    states = {r[0]: r[1:] for r in rows("SELECT catalog, version, row_count, refreshed_at, last_error, "
+                                        f"last_attempt_at FROM catalog_catalogstate WHERE catalog IN ({wanted})")}
+    tables = {}
+    for c in catalogs:
+        for t in TABLES[c]:
+            ids = [r[0] for r in rows(f"SELECT id FROM {t} ORDER BY id")]
+            tables[t] = (len(ids), hashlib.md5(repr(ids).encode()).hexdigest())
+    log = rows("SELECT count(*), sum(CASE WHEN ok THEN 1 ELSE 0 END) FROM catalog_catalogrefresh")[0]
+    return {"states": states, "tables": tables, "refresh_log": tuple(log)}
 
 
 def assert_whole(snap: dict[str, Any]) -> None:
     """Every catalog is served: built, no error recorded, and its row count is its table's."""
-    for catalog, names in TABLES.items():
-        version, row_count, refreshed_at, last_error, _ = snap["states"][catalog]
+    for catalog, (version, row_count, refreshed_at, last_error, _) in snap["states"].items():
         assert version >= 1 and refreshed_at is not None and last_error == "", catalog
-        assert snap["tables"][names[0]][0] == row_count > 0, catalog
+        assert snap["tables"][TABLES[catalog][0]][0] == row_count > 0, catalog
 
 
-def _env(sim: Any, url: str, tmp_path: Path) -> dict[str, str]:
-    return sim_env(sim, DATABASE_URL=url, ECO_MCP_DATA_DIR=str(tmp_path / "data"))
+def assert_rebuilt(before: dict[str, Any], after: dict[str, Any], log: Path) -> None:
+    """The refresh that followed the kills swapped in a new version of each catalog it was given."""
+    assert_whole(after)
+    outcomes = {o["catalog"]: o for o in refresh_json(log)["catalogs"]}
+    for catalog, state in before["states"].items():
+        assert outcomes[catalog]["ok"] and outcomes[catalog]["version"] == state[0] + 1, catalog
+        assert after["states"][catalog][0] == state[0] + 1, catalog
+        for table in TABLES[catalog]:
+            assert after["tables"][table][1] != before["tables"][table][1], f"{table} was not rebuilt"
+    # The killed runs logged nothing; the completed one logged one success per catalog.
+    n = len(before["states"])
+    assert after["refresh_log"] == (before["refresh_log"][0] + n, before["refresh_log"][1] + n)
+
+
+def _kill_while_fetching(sim: Any, route: str, args: list[str], env: dict[str, str], log: Path) -> None:
+    """The simulator holds the first request on `route`; the refresh is killed once it arrived."""
+    sim.faults.add("latency", route=route, count=1, delay_s=60)
+    proc = spawn(["eco_catalog_refresh", "--json", *args], env, log)
+    wait_until(lambda: sim.requests.count(route) >= 1, f"the refresh's request on {route}", alive=proc, log=log)
+    kill9_and_reap(proc, log)
+    sim.faults.clear()
+
+
+# --- PostgreSQL --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_db(postgres_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield shared_pg(postgres_url, tmp_path_factory.mktemp("kill9-shared"))
+    drop_shared()
 
 
 def _backend_waiting_on(url: str, statement: str) -> int | None:
@@ -72,55 +101,96 @@ def _backend_waiting_on(url: str, statement: str) -> int | None:
     return rows[0][0] if rows else None
 
 
-def test_a_refresh_killed_inside_its_swap_or_while_fetching_leaves_every_catalog_whole_and_the_next_one_completes(
-        catalog_db: str, fresh_sim: Any, tmp_path: Path) -> None:
+@pytest.mark.postgres
+def test_on_postgres_a_refresh_killed_in_its_swap_or_its_fetch_leaves_each_catalog_whole_and_the_next_completes(
+        pg_db: str, fresh_sim: Any, tmp_path: Path) -> None:
+    catalogs = ("releases", "locations")  # the two cheap to build; products and sites swap the same way
+    only = [arg for c in catalogs for arg in ("--catalog", c)]
+    env = sim_env(fresh_sim, DATABASE_URL=pg_db, ECO_MCP_DATA_DIR=str(tmp_path / "data"))
+    assert run(["eco_catalog_refresh", *only], env, tmp_path / "build.log") == 0, (tmp_path / "build.log").read_text()
+
     # The witness of the old version: one location renamed, so the new build's copy of that row
     # (the simulator's name) is an insert the test can hold up with an uncommitted row of the same
-    # name. The refresh then waits inside its swap transaction, having deleted every old row and
-    # inserted none of the new yet visible.
-    [(name,)] = query(catalog_db, "UPDATE catalog_location SET name = name || '~old' "
-                                  "WHERE id = (SELECT max(id) FROM catalog_location) RETURNING name")
-    before = snapshot(catalog_db)
-    assert_whole(before)
-    env = _env(fresh_sim, catalog_db, tmp_path)
+    # name. The refresh then waits inside its swap transaction, its DELETE of every old row done.
+    [(name,)] = query(pg_db, "UPDATE catalog_location SET name = name || '~old' "
+                             "WHERE id = (SELECT max(id) FROM catalog_location) RETURNING name")
 
-    # 1. Inside the swap.
-    with psycopg.connect(catalog_db) as holder:
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        return query(pg_db, sql)
+
+    before = snapshot(rows, catalogs)
+    assert_whole(before)
+    with psycopg.connect(pg_db) as holder:
         holder.execute(f"INSERT INTO catalog_location ({COLUMNS}) SELECT %s, {COLUMNS.split(', ', 1)[1]} "
                        "FROM catalog_location WHERE name = %s", (name.removesuffix("~old"), name))
         log = tmp_path / "swap.log"
-        proc = spawn(["eco_catalog_refresh", "--catalog", "locations", "--json"], env, log)
-        backend = wait_until(lambda: _backend_waiting_on(catalog_db, 'INSERT INTO "catalog_location"'),
+        proc = spawn(["eco_catalog_refresh", "--json", "--catalog", "locations"], env, log)
+        backend = wait_until(lambda: _backend_waiting_on(pg_db, 'INSERT INTO "catalog_location"'),
                              "the refresh's INSERT waiting on the held name", alive=proc, log=log)
-        # Mid-transaction: what it deleted is still there for every other reader.
-        assert snapshot(catalog_db) == before
+        assert snapshot(rows, catalogs) == before  # what it deleted is still there for every reader
         kill9_and_reap(proc, log)
         holder.rollback()
     # The dead client's backend finishes its statement, finds nobody to answer and rolls back.
-    wait_until(lambda: not query(catalog_db, "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (backend,)),
+    wait_until(lambda: not query(pg_db, "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (backend,)),
                "the killed refresh's database session ending")
-    assert snapshot(catalog_db) == before
+    assert snapshot(rows, catalogs) == before
 
-    # 2. While fetching: the simulator holds the GraphQL catalog request (products and sites).
-    fresh_sim.faults.add("latency", route=r"^/graphql", count=1, delay_s=60)
-    log = tmp_path / "fetch.log"
-    proc = spawn(["eco_catalog_refresh", "--json"], env, log)
-    wait_until(lambda: fresh_sim.requests.count(r"^/graphql") >= 1, "the refresh's GraphQL request", alive=proc,
-               log=log)
-    kill9_and_reap(proc, log)
-    assert snapshot(catalog_db) == before
-    fresh_sim.faults.clear()
+    _kill_while_fetching(fresh_sim, r"^/api/v0/releases", only, env, tmp_path / "fetch.log")
+    assert snapshot(rows, catalogs) == before
 
-    # 3. Nothing the dead processes left (a row lock, a state, a log entry) holds the next one up.
     log = tmp_path / "after.log"
-    assert run(["eco_catalog_refresh", "--json"], env, log) == 0, log.read_text()
-    outcomes = {o["catalog"]: o for o in refresh_json(log)["catalogs"]}
-    after = snapshot(catalog_db)
-    assert_whole(after)
-    for catalog, names in TABLES.items():
-        assert outcomes[catalog]["ok"] and outcomes[catalog]["version"] == before["states"][catalog][0] + 1, catalog
-        assert after["states"][catalog][0] == before["states"][catalog][0] + 1, catalog
-        for table in names:
-            assert after["tables"][table][1] != before["tables"][table][1], f"{table} was not rebuilt"
-    # The killed runs logged nothing; the completed one logged one success per catalog.
-    assert after["refresh_log"] == (before["refresh_log"][0] + 4, before["refresh_log"][1] + 4)
+    assert run(["eco_catalog_refresh", "--json", *only], env, log) == 0, log.read_text()
+    assert_rebuilt(before, snapshot(rows, catalogs), log)
+
+
+# --- the embedded SQLite default -----------------------------------------------------------------
+
+
+def test_on_embedded_sqlite_a_refresh_killed_in_its_fetch_or_its_swap_leaves_every_catalog_whole_and_the_next_completes(
+        sim_data_dir: Any, fresh_sim: Any, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    db = data / "eco.sqlite3"
+    shutil.copy2(sim_data_dir.path / "eco.sqlite3", db)  # the suite's warm catalogs, this test's copy
+    env = {**sim_data_dir.env, "ECO_MCP_DATA_DIR": str(data)}
+
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        with closing(sqlite3.connect(db, timeout=30)) as conn:  # read-write: a hot journal is rolled back first
+            return list(conn.execute(sql))
+
+    before = snapshot(rows, tuple(TABLES))
+    assert_whole(before)
+
+    # While fetching: the simulator holds the GraphQL request for products and sites.
+    _kill_while_fetching(fresh_sim, r"^/graphql", [], env, tmp_path / "fetch.log")
+    assert snapshot(rows, tuple(TABLES)) == before
+
+    # Inside its swap: the test's open read transaction keeps SQLite from letting the refresh
+    # commit, so once its rollback journal appears it has changed the database file's pages in
+    # a transaction that cannot end; that is when it is killed. (SQLite cannot commit a lone
+    # DELETE either while the reader holds on, so unlike PostgreSQL's this case shows the
+    # journal's recovery, not the swap's atomicity.)
+    journal = db.with_name(db.name + "-journal")
+    holder = sqlite3.connect(db, isolation_level=None)
+    try:
+        holder.execute("BEGIN")
+        holder.execute("SELECT count(*) FROM catalog_location").fetchall()
+        log = tmp_path / "swap.log"
+        proc = spawn(["eco_catalog_refresh", "--json", "--catalog", "locations"], env, log)
+        wait_until(journal.exists, "the refresh's rollback journal", alive=proc, log=log)
+        kill9_and_reap(proc, log)
+        assert journal.exists()  # left by the dead writer, its transaction never ended
+        assert snapshot(lambda sql: holder.execute(sql).fetchall(), tuple(TABLES)) == before
+        holder.execute("COMMIT")
+    finally:
+        holder.close()
+    assert snapshot(rows, tuple(TABLES)) == before
+
+    log = tmp_path / "after.log"
+    assert run(["eco_catalog_refresh", "--json", "--catalog", "locations"], env, log) == 0, log.read_text()
+    after = snapshot(rows, tuple(TABLES))
+    assert not journal.exists()  # the next writer's own commit does away with the dead one's
+    assert_rebuilt({**before, "states": {"locations": before["states"]["locations"]}}, after, log)
+    assert {c: s for c, s in after["states"].items() if c != "locations"} == {
+        c: s for c, s in before["states"].items() if c != "locations"}
+
