@@ -1,6 +1,7 @@
-"""The team's view of the catalogs: browse products, sites and releases; see each catalog's age,
-staleness and refresh log; refresh now (queued to Celery when a broker is configured, else run
-in this request). The admin index shows freshness at a glance (templates/admin/index.html)."""
+"""The team's view of the catalogs: browse products, sites, releases, locations and the stored
+location subtrees; see each catalog's age, staleness, the subtree walk's progress (sites done of
+sites to walk) and the refresh log; refresh now (queued to Celery when a broker is configured,
+else run in this request). The admin index shows freshness at a glance (templates/admin/index.html)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from django.contrib import admin, messages
 
 from catalog.models import (
     CATALOGS,
+    STATE_NAMES,
+    SUBTREES,
     CatalogRefresh,
     CatalogState,
+    LocationNodeRow,
     LocationRow,
     ProductRow,
     ProductSiteAvailabilityRow,
@@ -69,6 +73,13 @@ class LocationAdmin(ReadOnlyAdmin):
     search_fields = ("name", "description")
 
 
+@admin.register(LocationNodeRow)
+class LocationNodeAdmin(ReadOnlyAdmin):
+    list_display = ("name", "location_type", "site_code", "depth", "parent", "description", "elevation")
+    list_filter = ("location_type", "depth")
+    search_fields = ("name", "description", "site_code")
+
+
 @admin.register(CatalogRefresh)
 class CatalogRefreshAdmin(ReadOnlyAdmin):
     list_display = ("catalog", "started_at", "ok", "source", "trigger", "rows", "upstream_requests", "seconds",
@@ -77,32 +88,44 @@ class CatalogRefreshAdmin(ReadOnlyAdmin):
     date_hierarchy = "started_at"
 
 
+def _report(modeladmin, request, o: dict) -> None:
+    level = messages.SUCCESS if o["ok"] else messages.ERROR
+    text = (f"{o['catalog']}: {o['rows']} rows from {o['source']}, {o['requests']} requests, {o['seconds']:.1f} s"
+            if o["ok"] else f"{o['catalog']}: failed ({o['error']}); the previous catalog is kept")
+    modeladmin.message_user(request, text, level)
+
+
 @admin.action(description="Refresh now (queued to Celery when a broker is configured)")
 def refresh_now(modeladmin, request, queryset) -> None:
-    from catalog.tasks import refresh_catalogs_task
+    from catalog.tasks import refresh_catalogs_task, refresh_location_subtrees_task
 
-    names = sorted(queryset.values_list("catalog", flat=True))
+    chosen = set(queryset.values_list("catalog", flat=True))
+    names = sorted(c for c in chosen if c in CATALOGS)
     kwargs = {"catalogs": names, "trigger": "admin"}
     if settings.CELERY_BROKER_URL:
-        refresh_catalogs_task.apply_async(kwargs=kwargs)
-        modeladmin.message_user(request, f"Refresh of {', '.join(names)} queued.", messages.INFO)
+        if names:
+            refresh_catalogs_task.apply_async(kwargs=kwargs)
+        if SUBTREES in chosen:
+            refresh_location_subtrees_task.apply_async(kwargs={"trigger": "admin"})
+        queued = [*names, *([SUBTREES] if SUBTREES in chosen else [])]
+        modeladmin.message_user(request, f"Refresh of {', '.join(queued)} queued.", messages.INFO)
         return
-    for o in refresh_catalogs_task.apply(kwargs=kwargs).get():
-        level = messages.SUCCESS if o["ok"] else messages.ERROR
-        text = (f"{o['catalog']}: {o['rows']} rows from {o['source']}, {o['requests']} requests, {o['seconds']:.1f} s"
-                if o["ok"] else f"{o['catalog']}: failed ({o['error']}); the previous catalog is kept")
-        modeladmin.message_user(request, text, level)
+    for o in refresh_catalogs_task.apply(kwargs=kwargs).get() if names else []:
+        _report(modeladmin, request, o)
+    if SUBTREES in chosen:
+        # Without a broker the walk runs here, in this request (one upstream request per site).
+        _report(modeladmin, request, refresh_location_subtrees_task.apply(kwargs={"trigger": "admin"}).get())
 
 
 @admin.register(CatalogState)
 class CatalogStateAdmin(ReadOnlyAdmin):
-    list_display = ("catalog", "row_count", "age", "stale", "source", "rest_base", "graphql_url", "served",
-                    "refreshed_at", "version", "last_error")
+    list_display = ("catalog", "row_count", "age", "stale", "progress", "source", "rest_base", "graphql_url",
+                    "served", "refreshed_at", "version", "last_error")
     actions = [refresh_now]
 
     def changelist_view(self, request, extra_context=None):
         # Every catalog gets a row (and so can be refreshed) even before its first build.
-        for name in CATALOGS:
+        for name in STATE_NAMES:
             CatalogState.objects.get_or_create(catalog=name)
         extra = {"upstream_cache": upstream_cache_info(), **(extra_context or {})}
         return super().changelist_view(request, extra_context=extra)
@@ -114,6 +137,13 @@ class CatalogStateAdmin(ReadOnlyAdmin):
     @admin.display(boolean=True)
     def stale(self, obj: CatalogState) -> bool:
         return catalog_status()[obj.catalog]["stale"]
+
+    @admin.display(description="progress")
+    def progress(self, obj: CatalogState) -> str:
+        """Sites walked of sites to walk (the subtree refresh); 'refreshing' while a run is under way."""
+        if not obj.progress_total:
+            return "–"
+        return f"{obj.progress_done}/{obj.progress_total} sites" + (" (refreshing)" if obj.progress_at else "")
 
     @admin.display(description="served (built from the configured upstream)")
     def served(self, obj: CatalogState) -> str:

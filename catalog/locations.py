@@ -1,16 +1,34 @@
 """The locations family's reads (eco_find_locations, eco_get_location): the SITE and DOMAIN rows
-of the location catalog, site subtrees from one cached `hierarchy=true` request each, and
-coordinates for many locations from one GraphQL `findLocations` request.
+of the location catalog, every site's subtree as the subtree refresh stored it (catalog.location_trees),
+and, where the catalog does not hold what is asked, the upstream: a site subtree from one cached
+`hierarchy=true` request, coordinates for many locations from one GraphQL `findLocations` request.
 
-    location_catalog() -> LocationCatalog          synchronous: the catalog's SITE and DOMAIN rows
+    location_catalog(run=None) -> LocationCatalog  synchronous: SITE and DOMAIN rows, stored subtrees
     await find_locations(client=, catalog=, ..., coordinates_ttl_s=None) -> FoundLocations
-    await location_detail(client=, catalog=, name=, include=, ...) -> Answer[LocationRecord]
+    await location_detail(client=, catalog=, name=, include=, ...) -> LocationAnswer
 
-Upstream cost: REALM or a domain with SITE or DOMAIN is answered from the catalog (no request);
-a site walk is one `hierarchy=true` request, cached by the upstream client for
-`cache.ttl_s.locations` (shared with eco_get_location's hierarchy and children of that site);
-coordinates of a page, or of a proximity search's candidates, are one GraphQL request (then
-remembered for `coordinates_ttl_s`).
+Upstream cost: REALM or a domain with SITE or DOMAIN is answered from the catalog (no request).
+When the catalog holds the site's subtree (`catalog.trees`), a walk of the site or of any node in
+it, eco_get_location of such a node (its record, hierarchy and children) and a domain pruned to a
+type (when every site of the domain is stored) cost no request either. Otherwise (subtrees not
+refreshed yet, built from another upstream, or a name they do not hold) a walk is one
+`hierarchy=true` request, cached by the upstream client for `cache.ttl_s.locations` (shared with
+eco_get_location's hierarchy and children of that node); coordinates of a page, or of a proximity
+search's candidates, are one GraphQL request (then remembered for `coordinates_ttl_s`).
+
+Field by field, what a stored node answers and what still comes from the upstream:
+- tree (name, type, description, parent, children, depth, parentChain, childrenByType): stored,
+  from the site's hierarchy=true answer, the same answer the fallback reads.
+- coordinates, UTM, orientation, offsets, offsetLocation (its name), activePeriods, properties
+  (all of them, name->value and raw) and the polygon: stored, from the node's plain record
+  (GraphQL findLocations, fetched by the refresh in batches of 1000). They change when NEON
+  moves or re-describes a location, which the refresh's interval follows; storing them is what
+  lets the default section (properties) and hierarchy/children of a tower cost nothing.
+- locationHistory: always the upstream (`history=true`, which answers the whole record too, so
+  a call with history is one request): up to 100 past positions per node, each with its own
+  properties and polygon, would multiply the catalog for a section that is rarely asked.
+- a stored node whose record GraphQL did not return: its record from the upstream (one request).
+- REALM and domain records: always the upstream (the catalog holds no record for them).
 Bad arguments raise EcoError("invalid_argument") naming the field; unknown names `not_found`
 with catalog suggestions.
 """
@@ -25,8 +43,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from catalog import checks
+from catalog.location_trees import Runner, SiteTree, StoredNode, StoredTrees, pruned, stored_trees
 from catalog.models import LocationRow
 from catalog.sites import haversine_km
+from eco_core.config import get_config
 from eco_core.errors import EcoError
 from eco_core.wire import Answer, Page, WireModel, page
 from upstream import models as m
@@ -144,6 +164,7 @@ class CatalogLocation:
 class LocationCatalog:
     sites: dict[str, CatalogLocation]
     domains: dict[str, CatalogLocation]
+    trees: StoredTrees | None = None  # the stored site subtrees, when they may be served
 
     def suggestions(self, text: str) -> list[str]:
         from rapidfuzz import fuzz, process
@@ -157,14 +178,16 @@ class LocationCatalog:
         return [choices[k] for k in found[:5]]
 
 
-def location_catalog() -> LocationCatalog:
-    """The SITE and DOMAIN rows the refresh stores (about 100 rows)."""
+def location_catalog(run: Runner | None = None) -> LocationCatalog:
+    """The SITE and DOMAIN rows the refresh stores (about 100 rows) and the stored subtrees, whose
+    later reads go through `run` (see catalog.location_trees)."""
     rows = [CatalogLocation(r.name, r.location_type, r.description, r.domain_code, r.site_code, r.parent,
                             r.latitude, r.longitude, r.elevation) for r in LocationRow.objects.all()]
     if not rows:
         raise EcoError("catalog_unavailable", "the locations catalog has not been built yet")
     return LocationCatalog(sites={r.name: r for r in rows if r.location_type == "SITE"},
-                           domains={r.name: r for r in rows if r.location_type == "DOMAIN"})
+                           domains={r.name: r for r in rows if r.location_type == "DOMAIN"},
+                           trees=stored_trees(get_config(), run))
 
 
 # -- names and types -----------------------------------------------------------------------
@@ -313,6 +336,28 @@ def _catalog_node(c: CatalogLocation) -> Node:
                 c.latitude, c.longitude, c.elevation, placed=True)
 
 
+def _stored_node(n: StoredNode, depth: int) -> Node:
+    # The refresh stored whatever coordinates NEON has for it: nothing left to look up.
+    return Node(n.name, n.location_type or None, n.description or None, n.parent, depth, n.site_code,
+                n.latitude, n.longitude, n.elevation, placed=True)
+
+
+async def _stored_tree(catalog: LocationCatalog, name: str) -> SiteTree | None:
+    """The stored tree of the site holding `name` (a site or any node below one), if stored."""
+    if catalog.trees is None or name == REALM or name in catalog.domains:
+        return None
+    found = await catalog.trees.find(name)
+    return await catalog.trees.tree(found.site) if found else None
+
+
+async def _stored_walk(catalog: LocationCatalog, name: str, max_depth: int) -> tuple[str | None, list[Node]] | None:
+    """(type of `name`, the nodes below it) from the stored subtrees, or None when not stored."""
+    tree = await _stored_tree(catalog, name)
+    if tree is None:
+        return None
+    return tree.nodes[name].location_type or None, [_stored_node(n, d) for n, d in tree.below(name, max_depth)]
+
+
 # -- eco_find_locations ----------------------------------------------------------------------
 
 @dataclass
@@ -402,15 +447,27 @@ async def find_locations(
                 notes.append(f"Walked {len(walk)} site(s) under {name}.")
         else:
             walk = [name]
+    fetched: list[str] = []
     if walk:
         field_name = "site_codes" if site_codes is not None else "root"
-        trees = await asyncio.gather(*(_location(client, w, field_name, catalog, hierarchy=True) for w in walk))
-        for tree in trees:
-            found = subtree(tree, max_depth)
+        stored = dict(zip(walk, await asyncio.gather(*(_stored_walk(catalog, w, max_depth) for w in walk)),
+                          strict=True))
+        fetched = [w for w in walk if stored[w] is None]
+        trees = dict(zip(fetched, await asyncio.gather(
+            *(_location(client, w, field_name, catalog, hierarchy=True) for w in fetched)), strict=True))
+        for w in walk:
+            hit = stored[w]
+            if hit is not None:
+                kind, found = hit
+                name_found, from_catalog = w, True
+            else:
+                tree = trees[w]
+                kind, found, name_found, from_catalog = tree.location_type, subtree(tree, max_depth), \
+                    tree.location_name, False
             nodes.extend(found)
             scanned += len(found)
-            roots.append(LocationRoot(location_name=tree.location_name, location_type=tree.location_type,
-                                      from_catalog=False, nodes_scanned=len(found)))
+            roots.append(LocationRoot(location_name=name_found, location_type=kind, from_catalog=from_catalog,
+                                      nodes_scanned=len(found)))
     types_available = None
     if ltype is None:
         types_available = dict(sorted(Counter(n.location_type or "" for n in nodes).items()))
@@ -451,7 +508,7 @@ async def find_locations(
     return FoundLocations(
         roots=roots, location_type=ltype, types_available=types_available, hierarchy_nodes_scanned=scanned,
         items=[n.summary() for n in chosen], page=page(offset, limit, len(chosen), len(nodes)), notes=notes,
-        resolved=resolved, from_upstream=bool(walk) or looked_up)
+        resolved=resolved, from_upstream=bool(fetched) or looked_up)
 
 
 # -- eco_get_location ------------------------------------------------------------------------
@@ -473,12 +530,33 @@ def _history(loc: m.Location) -> tuple[list[HistoryEntry], bool]:
     ) for h in entries[:MAX_HISTORY]], len(entries) > MAX_HISTORY
 
 
+@dataclass
+class _Below:
+    chain: list[ParentRef]
+    nodes: list[Node]
+    from_upstream: bool
+
+
+REALM_REF = ParentRef(location_name=REALM, location_type="FIELD")
+
+
+def _stored_chain(catalog: LocationCatalog, tree: SiteTree, name: str) -> list[ParentRef]:
+    """Parents up to REALM: inside the site from the stored tree, then the site's domain."""
+    out = [ParentRef(location_name=n.name, location_type=n.location_type or None) for n in tree.ancestors(name)]
+    domain = catalog.domains.get(tree.nodes[tree.site].parent)
+    if domain is not None:
+        out += [ParentRef(location_name=domain.name, location_type="DOMAIN"), REALM_REF]
+    return out
+
+
 async def _below(client: UpstreamClient, catalog: LocationCatalog, name: str, ltype: str | None,
-                 max_depth: int) -> tuple[m.Location | None, list[Node]]:
-    """The hierarchy reply (None when the catalog answered) and the nodes below `name`."""
+                 max_depth: int, site: str | None) -> _Below:
+    """The parent chain and the nodes below `name`: from the catalog when it holds them (`site`:
+    the stored site holding `name`), else from one (cached) hierarchy=true request."""
     if name == REALM or name in catalog.domains:
         if ltype is None:
             raise checks.bad("location_type", f"required for {name} with hierarchy or children")
+        chain = [] if name == REALM else [REALM_REF]
         key = type_key(ltype)
         if key in ("site", "domain") and (name == REALM or key == "site"):
             rows = catalog.sites if key == "site" else catalog.domains
@@ -486,23 +564,38 @@ async def _below(client: UpstreamClient, catalog: LocationCatalog, name: str, lt
             nodes = [_catalog_node(r) for r in sorted(picked, key=lambda r: r.name)]
             for n in nodes:
                 n.depth = 2 if name == REALM and key == "site" else 1
-            return None, nodes
+            return _Below(chain, nodes, False)
         if name == REALM:
             raise EcoError("query_too_large", f"location_type: {ltype} under REALM spans every site",
                            hint="Use eco_find_locations with site_codes, or a domain or site name here.")
+        sites = sorted(s.name for s in catalog.sites.values() if s.domain_code == name)
+        if catalog.trees is not None and sites and all(s in catalog.trees.sites for s in sites):
+            trees = [await catalog.trees.tree(s) for s in sites]
+            found = pruned(trees, lambda t: type_key(t) == key, max_depth)
+            return _Below(chain, [_stored_node(n, d) for n, d in found], False)
         # A domain's tree pruned upstream: one request, never the domain's whole tree.
         tree = await _location(client, name, "name", catalog, hierarchy=True, location_type=neon_type(ltype))
-        return tree, subtree(tree, max_depth)
+        return _Below(_chain(tree), subtree(tree, max_depth), True)
+    if site is not None and catalog.trees is not None:
+        stored = await catalog.trees.tree(site)
+        return _Below(_stored_chain(catalog, stored, name),
+                      [_stored_node(n, d) for n, d in stored.below(name, max_depth)], False)
     # A site or anything below: the unpruned subtree (one cached request shared with eco_find_locations).
     tree = await _location(client, name, "name", catalog, hierarchy=True)
-    return tree, subtree(tree, max_depth)
+    return _Below(_chain(tree), subtree(tree, max_depth), True)
+
+
+@dataclass(frozen=True)
+class LocationAnswer(Answer[LocationRecord]):
+    # Whether any part came from the catalog's stored subtrees (with from_upstream: "mixed").
+    from_catalog: bool = False
 
 
 async def location_detail(
     *, client: UpstreamClient, catalog: LocationCatalog, name: str, include: list[str],
     location_type: str | None = None, children_limit: int = 50, children_offset: int = 0,
     hierarchy_max_depth: int = 3,
-) -> Answer[LocationRecord]:
+) -> LocationAnswer:
     if not name.strip():
         raise checks.bad("name", "must not be empty")
     for section in include:
@@ -519,13 +612,23 @@ async def location_detail(
     resolved: dict[str, Any] = {"name": {"input": name, "locationName": canon}}
     ltype = location_type.strip() if location_type and location_type.strip() else None
     notes: list[str] = []
-    # history=true answers the plain record plus its history: one request covers both.
-    loc = await _location(client, canon, "name", catalog, history="history" in wanted)
+    found = None
+    if catalog.trees is not None and canon != REALM and canon not in catalog.domains:
+        found = await catalog.trees.find(canon, record=True)
+    if found is not None and found.record is not None and "history" not in wanted:
+        loc, from_upstream = m.Location.model_validate(found.record), False
+    else:
+        # history=true answers the plain record plus its history: one request covers both.
+        loc, from_upstream = await _location(client, canon, "name", catalog, history="history" in wanted), True
     parent_chain = children_by_type = children = children_page = scanned = None
+    from_catalog = not from_upstream
     if wanted & {"hierarchy", "children"}:
-        tree, nodes = await _below(client, catalog, canon, ltype, hierarchy_max_depth)
+        below = await _below(client, catalog, canon, ltype, hierarchy_max_depth, found.site if found else None)
+        from_upstream = from_upstream or below.from_upstream
+        from_catalog = from_catalog or not below.from_upstream
         if "hierarchy" in wanted:
-            parent_chain = _chain(tree) if tree is not None else []
+            parent_chain = below.chain
+        nodes = below.nodes
         scanned = len(nodes)
         if ltype is not None:
             ltype = _canonical_type(ltype, [n.location_type for n in nodes])
@@ -562,4 +665,8 @@ async def location_detail(
         children_page=children_page, hierarchy_nodes_scanned=scanned, location_history=history,
         history_truncated=truncated,
     )
-    return Answer(record, resolved=resolved, notes=notes, from_upstream=True)
+    if found is not None and catalog.trees is not None and catalog.trees.refreshed_at is not None:
+        notes.append(f"From the location catalog's stored subtree of {found.site} (refreshed "
+                     f"{catalog.trees.refreshed_at:%Y-%m-%d %H:%M} UTC).")
+    return LocationAnswer(record, resolved=resolved, notes=notes, from_upstream=from_upstream,
+                          from_catalog=from_catalog)

@@ -8,6 +8,12 @@ Four catalogs, each replaced as a whole by one refresh (see catalog.services.swa
     releases   ReleaseRow rows
     locations  LocationRow rows of type SITE and DOMAIN
 
+and, refreshed on a schedule of its own (81 upstream requests, so never with the four above;
+see catalog.services.location_subtrees):
+
+    subtrees   LocationNodeRow rows: every site's subtree (the site, its towers, huts, soil
+               arrays, plots, sensor positions...) with each node's plain record
+
 The ORM classes end in `Row` so that they are never mistaken for the upstream client's record
 models (`upstream.models.Product`, `.Site`, ...) that the rows are built from.
 
@@ -24,11 +30,15 @@ from __future__ import annotations
 from django.db import models
 
 CATALOGS = ("products", "sites", "releases", "locations")
+# Not in CATALOGS: everything that walks CATALOGS (the hot refresh, prewarm, refresh-ahead,
+# readiness) must not walk every site's subtree too. It has a state row and a refresh log of its own.
+SUBTREES = "subtrees"
+STATE_NAMES = (*CATALOGS, SUBTREES)
 SOURCES = ("graphql", "rest")
 
 
 class CatalogState(models.Model):
-    catalog = models.CharField(max_length=16, primary_key=True, choices=[(c, c) for c in CATALOGS])
+    catalog = models.CharField(max_length=16, primary_key=True, choices=[(c, c) for c in STATE_NAMES])
     version = models.PositiveBigIntegerField(default=0)
     source = models.CharField(max_length=8, blank=True, default="")
     refreshed_at = models.DateTimeField(null=True, blank=True)
@@ -41,6 +51,12 @@ class CatalogState(models.Model):
     # answer as NEON's. Empty (catalogs from before these fields) counts as a mismatch.
     rest_base = models.CharField("REST base", max_length=500, blank=True, default="")
     graphql_url = models.CharField("GraphQL URL", max_length=500, blank=True, default="")
+    # Progress of a refresh that walks many sites (subtrees): sites done of sites to walk.
+    # `progress_at` is set while a run is under way (each site moves it) and cleared when it ends,
+    # so a run that died leaves a timestamp that stops moving.
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    progress_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "catalog state"
@@ -171,10 +187,41 @@ class LocationRow(models.Model):
         return f"{self.location_type} {self.name}"
 
 
+class LocationNodeRow(models.Model):
+    """One location of a site's stored subtree, the site itself included (depth 0).
+
+    The tree comes from the site's `hierarchy=true` answer (names, types, descriptions, parents,
+    in the upstream's order: `seq` is the pre-order position within the site); `record` is the
+    node's plain record from a batched GraphQL `findLocations` (coordinates, UTM, orientation,
+    offsets, active periods, properties, polygon), null when GraphQL did not know the name.
+    History is not stored: see catalog.locations for which fields come from where."""
+
+    name = models.CharField(max_length=200, unique=True)
+    site_code = models.CharField(max_length=4)  # indexed by the (site_code, seq) constraint
+    seq = models.PositiveIntegerField()
+    depth = models.PositiveSmallIntegerField()
+    parent = models.CharField(max_length=200, blank=True, default="")
+    location_type = models.CharField(max_length=100, blank=True, default="", db_index=True)
+    description = models.TextField(blank=True, default="")
+    latitude = models.FloatField(null=True, blank=True)
+    longitude = models.FloatField(null=True, blank=True)
+    elevation = models.FloatField(null=True, blank=True)
+    record = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        db_table = "catalog_location_node"
+        ordering = ["site_code", "seq"]
+        constraints = [models.UniqueConstraint(fields=["site_code", "seq"], name="uniq_location_node_seq")]
+        verbose_name = "location subtree node"
+
+    def __str__(self) -> str:
+        return f"{self.site_code} {self.location_type} {self.name}"
+
+
 class CatalogRefresh(models.Model):
     """One refresh attempt of one catalog."""
 
-    catalog = models.CharField(max_length=16, choices=[(c, c) for c in CATALOGS], db_index=True)
+    catalog = models.CharField(max_length=16, choices=[(c, c) for c in STATE_NAMES], db_index=True)
     source = models.CharField(max_length=8, blank=True, default="")
     trigger = models.CharField(max_length=16, default="manual")
     started_at = models.DateTimeField()

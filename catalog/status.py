@@ -2,7 +2,9 @@
 
     catalog_status() -> {"products": {"count", "ageSeconds", "source", "refreshedAt", "stale",
                                       "lastError", "restBase", "graphqlUrl", "upstreamMismatch"},
-                         "sites": ..., "releases": ..., "locations": ..., "ready": bool, "degraded": bool}
+                         "sites": ..., "releases": ..., "locations": ...,
+                         "subtrees": {... the same, "sitesDone", "sitesTotal", "refreshing"},
+                         "ready": bool, "degraded": bool}
     readiness() -> (False, {"status": "warming", ["upstreamMismatch": {name: why}]})
                         until products and sites exist, built from the configured upstream
                  | (True, {"status": "ready", "catalogs": {name: {"ageSeconds", "rows", "restBase",
@@ -25,7 +27,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from catalog.models import CATALOGS, CatalogState
+from catalog.models import CATALOGS, SUBTREES, CatalogState
 from eco_core.config import EcoConfig, get_config
 
 READY_NEEDS = ("products", "sites")
@@ -33,7 +35,7 @@ READY_NEEDS = ("products", "sites")
 
 def ttl_for(catalog: str, cfg: EcoConfig) -> int:
     ttl = cfg.cache.ttl_s
-    return {"releases": ttl.releases, "locations": ttl.locations}.get(catalog, ttl.catalog)
+    return {"releases": ttl.releases, "locations": ttl.locations, SUBTREES: ttl.locations}.get(catalog, ttl.catalog)
 
 
 def _graphql_breaker_open() -> bool:
@@ -81,6 +83,11 @@ def catalog_status(cfg: EcoConfig | None = None) -> dict[str, Any]:
     now = datetime.now(UTC)
     states = {s.catalog: s for s in CatalogState.objects.all()}
     out: dict[str, Any] = {c: _entry(states.get(c), c, cfg, now) for c in CATALOGS}
+    # The stored site subtrees (catalog.services.location_subtrees): freshness, and the progress of
+    # their long walk. Not needed for readiness: the location tools fall back to the upstream.
+    sub = states.get(SUBTREES)
+    out[SUBTREES] = {**_entry(sub, SUBTREES, cfg, now), "sitesDone": sub.progress_done if sub else 0,
+                     "sitesTotal": sub.progress_total if sub else 0, "refreshing": bool(sub and sub.progress_at)}
     # A catalog from another upstream is not served, so it cannot make the service ready.
     out["ready"] = all(out[c]["count"] > 0 and out[c]["upstreamMismatch"] is None for c in READY_NEEDS)
     out["degraded"] = _graphql_breaker_open() or any(s.last_error for s in states.values())

@@ -25,7 +25,7 @@ def catalog_freshness() -> dict:
     cfg = get_config()
     status = catalog_status(cfg)
     rows = []
-    for name in ("products", "sites", "releases", "locations"):
+    for name in ("products", "sites", "releases", "locations", "subtrees"):
         entry = status[name]
         rows.append({"name": name, "age": _age(entry["ageSeconds"]), "ttl": _age(ttl_for(name, cfg)), **entry})
     return {"rows": rows, "ready": status["ready"], "degraded": status["degraded"], "cache": upstream_cache_info()}

@@ -1,6 +1,7 @@
 """eco_find_locations and eco_get_location: NEON's named-location tree (REALM > domains > sites >
-towers, huts, soil arrays, plots, sensor positions), from the location catalog and cached
-`hierarchy=true` site subtrees."""
+towers, huts, soil arrays, plots, sensor positions), from the location catalog (SITE and DOMAIN
+rows, and every site's subtree once the subtree refresh stored it), else from cached
+`hierarchy=true` site subtrees (see catalog.locations)."""
 
 from __future__ import annotations
 
@@ -29,10 +30,12 @@ SENSOR_TYPES = ("CONFIG", "BOOM", "LEVEL", "SOIL_PLOT", "SOIL PLOT")
 
 
 async def _catalog(cfg: EcoConfig) -> LocationCatalog:
-    """The SITE and DOMAIN rows; a missing locations catalog is built first (counted in this call)."""
+    """The SITE and DOMAIN rows and the stored subtrees (read later on the catalog-read pool); a
+    missing locations catalog is built first (counted in this call). Missing subtrees are not
+    built here: that is 81 requests, left to their scheduled refresh (catalog.tasks)."""
     if "locations" in await catalog_read(due_catalogs, cfg, missing_only=True):
         await ensure_catalogs(cfg, client=ports.upstream_client(), need=("locations",))
-    return await catalog_read(location_catalog)
+    return await catalog_read(location_catalog, catalog_read)
 
 
 def _item_steps(item: LocationSummary) -> list[NextStep]:
@@ -113,8 +116,9 @@ TOOLS = [
         description=(
             "Walk NEON's location tree (REALM > domains > sites > towers, levels, booms, huts, soil arrays, "
             "plots, sensor positions) below root or site_codes; filter by location_type, query, or a point "
-            "(latitude/longitude, nearest first within radius_km). REALM or a domain with SITE or DOMAIN is "
-            "answered from the catalog; a site walk is one cached request and reports typesAvailable."
+            "(latitude/longitude, nearest first within radius_km). REALM or a domain with SITE or DOMAIN, and "
+            "stored site subtrees, come from the catalog; else a site walk is one cached request. A site walk "
+            "reports typesAvailable."
         ),
         surface="discovery",
         input_model=FindLocationsInput,
@@ -165,6 +169,12 @@ def _location_steps(out: LocationRecord, args: GetLocationInput) -> list[NextSte
     return steps
 
 
+def _origin(from_upstream: bool, from_catalog: bool) -> Literal["catalog", "upstream", "mixed"]:
+    if not from_upstream:
+        return "catalog"
+    return "mixed" if from_catalog else "upstream"
+
+
 async def get_location_tool(args: GetLocationInput, call: CallContext) -> GetLocationOutput:
     cfg = call.cfg
     cat = await _catalog(cfg)
@@ -174,7 +184,8 @@ async def get_location_tool(args: GetLocationInput, call: CallContext) -> GetLoc
         hierarchy_max_depth=args.hierarchy_max_depth)
     return GetLocationOutput(**dict(a.record), resolved=a.resolved, notes=a.notes,
                              next_steps=_location_steps(a.record, args),
-                             source=Source(origin="upstream", endpoints=["/locations/{locationName}"],
+                             source=Source(origin=_origin(a.from_upstream, a.from_catalog),
+                                           endpoints=["/locations/{locationName}"] if a.from_upstream else [],
                                            api_base_url=cfg.eco.base_url))
 
 
