@@ -203,7 +203,8 @@ def recovered(outcome: Any, row: Row) -> None:
     """The call after the fault cleared: a plain answer, neither stale nor degraded."""
     check(outcome, Expect())
     notes = outcome.ok["notes"]
-    degraded = [n for n in (row.fallback_note.split("{")[0] or None, row.graphql_side_note) if n]
+    # A degraded answer's note, up to the code it names (any code, not only the last fault's).
+    degraded = [n.split("(")[0] for n in (row.fallback_note, row.graphql_side_note) if n]
     assert not any(d in n for d in degraded for n in notes), notes
 
 
