@@ -237,7 +237,9 @@ async def _operator_routes(base: str, sim: Any) -> None:
 
 
 async def _faults(client: Client, sim: Any) -> None:
-    """A 5xx burst retried (the retry logs name the request) and a redirect to a foreign host."""
+    """A 5xx burst retried (the retry logs name the request), a redirect to a foreign host and a
+    document asked for by a URL on a foreign host (the storage port: the upstream's own data host
+    is 127.0.0.1, storage answers as localhost)."""
     sim.faults.add("status", route=r"^/api/v0/data", count=2, status=503)
     await _checked(client, "eco_list_files", {**FILES, "start_month": "2020-06"})
     sim.faults.clear()
@@ -245,6 +247,7 @@ async def _faults(client: Client, sim: Any) -> None:
     sim.faults.add("redirect", route=r"^/api/v0/samples", count=3, target=foreign)
     await _checked(client, "eco_get_sample", {"barcode": "A00000123457"})
     sim.faults.clear()
+    await _checked(client, "eco_get_document", {"url": f"http://localhost:{sim.storage_port}/canary-doc.pdf"})
 
 
 def _check_stdio(answers: dict[int, dict[str, Any]], downloads: Path) -> None:
