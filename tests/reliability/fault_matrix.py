@@ -69,7 +69,8 @@ ROWS: dict[str, Row] = {
     "eco_get_citation": Row({"prototype_uuid": PROTOTYPE}, r"^/api/v0/prototype/datasets/", cached="prototype"),
     "eco_get_document": Row({"spec_number": DOCUMENT, "extract_text": True, "max_chars": 500},
                             r"^/api/v0/documents/", cached="documents"),
-    "eco_get_location": Row({"name": "HARV"}, r"^/api/v0/locations/HARV", cached="locations"),
+    # History is always read upstream (stored site subtrees answer the rest of a location).
+    "eco_get_location": Row({"name": "HARV", "include": ["history"]}, r"^/api/v0/locations/HARV", cached="locations"),
     "eco_get_product": Row({"product": PRODUCT, "include": ["abstract"]}, r"^/api/v0/products/DP1\.00041\.001",
                            cached="detail"),
     "eco_get_prototype_dataset": Row({"uuid": PROTOTYPE}, r"^/api/v0/prototype/datasets/", cached="prototype"),
