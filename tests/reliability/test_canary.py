@@ -93,8 +93,9 @@ def http_client(url: str, token: str | None, **kw: Any) -> Client:
 
 def start_stdio(sim: Any, folder: Path) -> tuple[subprocess.Popen[str], Any, int]:
     """The stdio server with the canary in its environment, its requests already written (it
-    starts while the HTTP part runs). With PostgreSQL it shares the test database, whose catalog
-    is built; on SQLite it builds one in its own data folder."""
+    starts while the HTTP part runs). It keeps the suite's REDIS_URL (its cache is swept there).
+    With PostgreSQL it shares the test database, whose catalog is built; on SQLite it builds one
+    in its own data folder, under basetemp, whose bytes the session sweep reads."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ECO_MCP_", "ECO_TOKEN", "ECO_API_TOKEN"))}
     env.pop("DATABASE_URL", None)
     if connection.vendor == "postgresql":
@@ -161,12 +162,14 @@ async def test_the_canary_appears_in_no_answer_header_log_file_or_row_of_any_too
     finally:
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
-        if proc.poll() is None:
+        if proc.poll() is None:  # the test failed before the server was finished with
             proc.kill()
-    canary.RECORDER.attach()
+            proc.wait(timeout=60)
+            errfile.close()
     _check_stdio(answers, tmp_path / "downloads")
     _check_upstream_saw_the_canary_only_as_a_header_to_its_host(sim)
-    # Rows are checked here too: the test's own transaction is rolled back before the session sweep.
+    # Rows are checked here too (on a connection outside this test's transaction, as the servers
+    # wrote them): the module's catalog fixture wipes its tables before the session sweep.
     assert await sync_to_async(lambda: canary.sweep_database(connections["default"])[0])() == []
     assert canary.sweep_files([tmp_path])[0] == []
     assert canary.RECORDER.leaks == []
