@@ -1,5 +1,9 @@
 """eco_find_locations against the simulator: catalog fast paths, site walks, type filters,
-proximity, the batched coordinate lookup, upstream request counts and every bad input."""
+proximity, the batched coordinate lookup, upstream request counts and every bad input.
+
+The tests up to the "stored subtrees" line run before the subtree refresh (the fallback path: a
+site walk is one cached hierarchy=true request); the ones after it ask for `stored_subtrees`
+(every site's subtree in the location catalog, kept for the rest of the module)."""
 
 from __future__ import annotations
 
@@ -7,9 +11,11 @@ from collections import Counter
 
 import pytest
 
-from catalog.locations import forget_placements
+from catalog.locations import find_locations, forget_placements
 from catalog.sites import haversine_km
 from tests.tools.conftest import error_of
+from tests.tools.location_support import stored_subtrees, upstream_only  # noqa: F401  (fixture)
+from upstream.client import get_client
 
 
 @pytest.fixture(autouse=True)
@@ -167,3 +173,57 @@ async def test_unknown_site_codes_and_roots_are_not_found_with_suggestions(run_t
     assert any(s.startswith("HARV") for s in code["details"]["didYouMean"])
     root = error_of(await run_tool("eco_find_locations", {"root": "tower100450"}), "not_found", "root")
     assert "TOWER100450" in root["hint"]
+
+
+# -- stored subtrees (every test below runs after the subtree refresh) -------------------------
+
+async def test_a_stored_site_walk_costs_no_request_and_lists_what_the_upstream_walk_lists(
+        run_tool, sim, stored_subtrees):  # noqa: F811
+    out = await run_tool("eco_find_locations", {"root": "harv", "limit": 200})
+    assert out.requests == 0  # the walk and the page's coordinates: all from the catalog
+    body = out.ok
+    nodes = _tree(sim, "HARV")
+    assert body["roots"] == [{"locationName": "HARV", "locationType": "SITE", "fromCatalog": True,
+                              "nodesScanned": len(nodes)}]
+    assert body["typesAvailable"] == dict(Counter(n["locationType"] for n in nodes))
+    assert body["source"]["origin"] == "catalog" and body["source"]["endpoints"] == []
+    for item in body["items"]:
+        node = sim.state.locations.get(item["locationName"])
+        assert (item["latitude"], item["longitude"]) == (node["locationDecimalLatitude"],
+                                                         node["locationDecimalLongitude"])
+    # The fallback walk (hierarchy=true and one GraphQL lookup) lists the same page, field by field.
+    upstream = await find_locations(client=get_client(), catalog=await upstream_only(), root="HARV", limit=200)
+    assert body["items"] == [i.model_dump(by_alias=True) for i in upstream.items]
+    assert upstream.from_upstream and not upstream.roots[0].from_catalog
+
+
+async def test_stored_walks_below_a_tower_by_type_and_by_distance_cost_no_request(run_tool, sim,
+                                                                                   stored_subtrees):  # noqa: F811
+    tower = f"TOWER{sim.state.locations.block('HARV')}"
+    below = await run_tool("eco_find_locations", {"root": tower, "max_depth": 1, "include_coordinates": False})
+    assert below.requests == 0
+    assert [i["locationName"] for i in below.ok["items"]] == [
+        c["locationName"] for c in sim.state.locations.children(sim.state.locations.get(tower))]
+    assert below.ok["roots"][0] == {"locationName": tower, "locationType": "TOWER", "fromCatalog": True,
+                                    "nodesScanned": len(below.ok["items"])}
+    configs = await run_tool("eco_find_locations", {"site_codes": ["HARV", "BART"], "location_type": "config",
+                                                    "limit": 200})
+    assert configs.requests == 0
+    assert configs.ok["page"]["total"] == sum(1 for site in ("HARV", "BART") for n in _tree(sim, site)
+                                              if n["locationType"] == "CONFIG")
+    harv = sim.world.sites["HARV"]
+    lat, lon = harv["siteLatitude"], harv["siteLongitude"]
+    near = await run_tool("eco_find_locations", {"location_type": "TOWER", "latitude": lat, "longitude": lon,
+                                                 "radius_km": 100})
+    assert near.requests == 0
+    dists = [i["distanceKm"] for i in near.ok["items"]]
+    assert near.ok["items"][0]["siteCode"] == "HARV" and dists == sorted(dists)
+    for item in near.ok["items"]:
+        assert item["distanceKm"] == pytest.approx(haversine_km(lat, lon, item["latitude"], item["longitude"]),
+                                                   abs=0.01)
+
+
+async def test_a_name_the_stored_subtrees_do_not_hold_falls_back_to_the_upstream(run_tool, stored_subtrees):  # noqa: F811
+    out = await run_tool("eco_find_locations", {"root": "tower100450"})  # names are case-sensitive
+    error_of(out, "not_found", "root")
+    assert out.requests == 1

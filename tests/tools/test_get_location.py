@@ -1,6 +1,10 @@
 """eco_get_location against the simulator: the record field by field, every section, pruning,
 children paging, history, name case rules, request counts and bad inputs; and one workflow
-through the MCP SDK client over HTTP."""
+through the MCP SDK client over HTTP.
+
+The tests up to the "stored subtrees" line run before the subtree refresh (the fallback path:
+the record and the hierarchy from cached upstream requests); the ones after it, the HTTP
+workflow included, ask for `stored_subtrees` (every site's subtree in the location catalog)."""
 
 from __future__ import annotations
 
@@ -9,9 +13,12 @@ from collections import Counter
 import pytest
 from mcp import Client
 
+from catalog.locations import location_detail
 from tests.gateway.checks import assert_valid_tool_result
 from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
 from tests.tools.conftest import error_of, sim_config
+from tests.tools.location_support import stored_subtrees, upstream_only, without_coordinates  # noqa: F401
+from upstream.client import get_client
 
 
 def _node(sim, name: str) -> dict:
@@ -136,8 +143,62 @@ async def test_names_are_case_sensitive_except_site_and_domain_codes(run_tool, s
     assert (await run_tool("eco_get_location", {"name": "d01"})).ok["locationName"] == "D01"
 
 
+# -- stored subtrees (every test below runs after the subtree refresh) -------------------------
+
+SECTIONS_STORED = ["properties", "hierarchy", "children", "polygon"]
+
+
+@pytest.mark.parametrize("which", ["site", "tower", "plot", "config"])
+async def test_a_stored_node_answers_like_the_upstream_without_a_request(run_tool, sim, stored_subtrees,  # noqa: F811
+                                                                        which):
+    block = sim.state.locations.block("HARV")
+    name = {"site": "HARV", "tower": f"TOWER{block}", "plot": "HARV_002.basePlot.bet",
+            "config": f"CFGLOC{block + 330}"}[which]
+    args = {"name": name, "include": SECTIONS_STORED, "children_limit": 500, "hierarchy_max_depth": 12}
+    out = await run_tool("eco_get_location", args)
+    assert out.requests == 0
+    body = out.ok
+    assert body["source"]["origin"] == "catalog" and body["source"]["endpoints"] == []
+    assert any("stored subtree of HARV" in n for n in body["notes"])
+    upstream = await location_detail(client=get_client(), catalog=await upstream_only(), name=name,
+                                     include=SECTIONS_STORED, children_limit=500, hierarchy_max_depth=12)
+    assert upstream.from_upstream and not upstream.from_catalog
+    expected = upstream.record.model_dump(by_alias=True)
+    # Stored children carry their coordinates; the upstream's hierarchy answer has none.
+    children = body.pop("children")
+    assert without_coordinates(children) == without_coordinates(expected.pop("children"))
+    assert {k: v for k, v in body.items() if k in expected} == expected
+    for child in children:
+        node = sim.state.locations.get(child["locationName"])
+        assert (child["latitude"], child["longitude"]) == (node["locationDecimalLatitude"],
+                                                           node["locationDecimalLongitude"])
+
+
+async def test_history_is_the_one_upstream_request_of_a_stored_node_asked_for_everything(run_tool, sim,
+                                                                                        stored_subtrees):  # noqa: F811
+    out = await run_tool("eco_get_location", {"name": "HARV_001.basePlot.all", "include": ["all"]})
+    assert out.requests == 1  # history=true; the hierarchy and children come from the catalog
+    body = out.ok
+    assert [h["current"] for h in body["locationHistory"]] == [True, False]
+    assert [p["locationName"] for p in body["parentChain"]] == ["HARV", "D01", "REALM"]
+    assert body["locationPolygon"] == sim.state.locations.get("HARV_001.basePlot.all")["_polygon"]
+    assert body["source"]["origin"] == "mixed"
+
+
+async def test_a_domain_pruned_to_a_type_comes_from_the_stored_subtrees(run_tool, sim, stored_subtrees):  # noqa: F811
+    out = await run_tool("eco_get_location", {"name": "D01", "include": ["hierarchy", "children"],
+                                              "location_type": "TOWER"})
+    assert out.requests == 1  # D01's own record: the catalog holds none for domains
+    body = out.ok
+    sites = sorted(c for c, s in sim.world.sites.items() if s["domainCode"] == "D01" and not s["_aquatic"])
+    assert [(c["locationName"], c["siteCode"], c["locationParent"]) for c in body["children"]] == [
+        (f"TOWER{sim.state.locations.block(c)}", c, c) for c in sites]
+    assert body["childrenByType"] == {"TOWER": len(sites)} and body["parentChain"] == [
+        {"locationName": "REALM", "locationType": "FIELD"}]
+
+
 async def test_towers_of_harv_then_one_with_its_hierarchy_then_its_children_by_type_over_http(
-        http_server, sim_cfg, sim, active_config):  # noqa: F811
+        http_server, sim_cfg, sim, active_config, stored_subtrees):  # noqa: F811
     cfg = sim_config(sim, server__transport="http")
     active_config(cfg)
     tower = f"TOWER{sim.state.locations.block('HARV')}"
@@ -153,7 +214,7 @@ async def test_towers_of_harv_then_one_with_its_hierarchy_then_its_children_by_t
             got = await client.call_tool("eco_get_location", {"name": tower, "include": ["hierarchy"]})
             record = assert_valid_tool_result(tools["eco_get_location"], got)
             assert [p["locationName"] for p in record["parentChain"]] == ["HARV", "D01", "REALM"]
-            assert got.meta["io.eco-mcp/upstream"]["requests"] <= 2
+            assert got.meta["io.eco-mcp/upstream"]["requests"] == 0  # record and tree: stored subtree
             by_type = record["childrenByType"]
             assert set(by_type) == {"LEVEL", "BOOM", "CONFIG"}
             booms = assert_valid_tool_result(tools["eco_get_location"], await client.call_tool(

@@ -1,0 +1,46 @@
+"""What the location tool tests share: the stored site subtrees (the subtree refresh run once per
+module against the simulator, committed so the tools' read threads and the HTTP server see them,
+removed at the module's end), and the upstream-only answers to compare them with (the same
+reads with the stored subtrees left out: the fallback path)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+
+from catalog.location_trees import forget
+from catalog.locations import LocationCatalog, location_catalog
+from catalog.models import SUBTREES, CatalogRefresh, CatalogState, LocationNodeRow
+from catalog.services.location_subtrees import refresh_location_subtrees
+from tests.catalog.conftest import MiniClient
+
+
+@pytest.fixture(scope="module")
+def stored_subtrees(catalog_module, django_db_blocker, sim):
+    """Every site's subtree in the location catalog for the rest of the module. Tests that need
+    the fallback path (nothing stored) come before the first test that asks for this."""
+    client = MiniClient(sim.base_url, sim.graphql_url)
+    with django_db_blocker.unblock():
+        outcome = async_to_sync(refresh_location_subtrees)(client=client, trigger="test")
+        assert outcome.ok, outcome.error
+    yield outcome
+    with django_db_blocker.unblock():
+        LocationNodeRow.objects.all().delete()
+        CatalogState.objects.filter(catalog=SUBTREES).delete()
+        CatalogRefresh.objects.filter(catalog=SUBTREES).delete()
+    forget()
+
+
+async def upstream_only() -> LocationCatalog:
+    """The location catalog as the tools read it, without its stored subtrees."""
+    catalog = await sync_to_async(location_catalog)()
+    assert catalog.trees is not None, "the stored subtrees should be served here"
+    return replace(catalog, trees=None)
+
+
+def without_coordinates(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Location summaries minus what a stored node knows and an unlooked-up upstream one does not."""
+    return [{k: v for k, v in i.items() if k not in ("latitude", "longitude")} for i in items]
