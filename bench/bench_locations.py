@@ -5,24 +5,40 @@ p50 and p99, and the upstream requests per call (first call, then the most any l
     .venv/bin/python bench/bench_locations.py [--calls 30]
 
 Setup as bench/bench_tools.py (throw-away SQLite, simulator in a thread, catalogs built once
-through the real client, rate budget raised). "site walk cold" walks a different site on every
-call (each one's hierarchy=true request is a cache miss); "site walk warm" repeats HARV.
+through the real client, rate budget raised). Every case runs twice: first with no stored subtrees
+(the fallback: a site walk is one hierarchy=true request), then after the subtree refresh
+(catalog.services.location_subtrees, timed) with a new configuration (a cold answer cache).
+"site walk cold" walks a different site on every call (an answer-cache miss before the refresh, a
+site not yet read into memory after it); "site walk warm" repeats HARV.
 
-Last figures (2-core VM shared with other engineers' test runs, load average ~7.5, Python 3.11,
+Last figures (2-core VM shared with other engineers' test runs, load average ~6, Python 3.11,
 SQLite, no Redis; 30 timed calls per case after one untimed first call), milliseconds and
 upstream requests per call:
+  subtrees not stored (fallback: hierarchy=true per site)
   case                             inproc p50    p99   http p50    p99  req first  req max
-  REALM->SITE list                       13.1   22.6       25.7  435.8          0        0
-  site walk cold                         21.8   54.5       49.1  728.6          2        2
-  site walk warm (towers)                 4.5   20.1       16.9   39.9          0        0
-  proximity TOWER 100 km                  4.7   10.9       16.4   70.9          0        0
-  get_location include=all                9.1   21.9       20.1   89.4          2        0
-Notes: a cold walk is two requests: the site's hierarchy=true GET and one GraphQL lookup for the
-page's 50 coordinates (include_coordinates is on by default; off, it is one). The proximity case
-shows 0 because the cold-walk case had already walked and placed those sites' towers; on its
-own its first call costs one walk per site within radius_km + 25 km plus one GraphQL lookup.
-include=all is the history=true GET (the plain record and its history) plus the hierarchy=true
-GET; both are cached. The HTTP p99 figures are dominated by the machine's load (other runs).
+  REALM->SITE list                        6.1    9.6       31.2  159.8          0        0
+  site walk cold                         22.5  448.1       38.2   72.4          2        2
+  site walk warm (towers)                 8.1   11.7       10.5   22.5          0        0
+  proximity TOWER 100 km                  6.9   17.2       10.1   30.3          0        0
+  get_location include=all                5.6   12.9       20.6  111.0          2        0
+  subtree refresh: 3439 nodes of 81 sites, 85 requests, 4.0 s
+  subtrees stored
+  case                             inproc p50    p99   http p50    p99  req first  req max
+  REALM->SITE list                        4.5   13.5       18.0   82.5          0        0
+  site walk cold                          6.3   12.6       16.7   70.1          0        0
+  site walk warm (towers)                 3.7    8.7        8.1   12.5          0        0
+  proximity TOWER 100 km                  4.0   16.0        8.1   14.0          0        0
+  get_location include=all                6.4   27.0       17.8   53.2          1        0
+Notes: before the refresh a cold walk is two requests: the site's hierarchy=true GET and one
+GraphQL lookup for the page's 50 coordinates (include_coordinates is on by default; off, it is
+one). The proximity case shows 0 because the cold-walk case had already walked and placed those
+sites' towers; on its own its first call costs one walk per site within radius_km + 25 km plus
+one GraphQL lookup. include=all is the history=true GET (the plain record and its history) plus
+the hierarchy=true GET; both are cached. With the subtrees stored every walk, its coordinates and
+the proximity search cost nothing upstream (a cold site is one indexed query, then kept in
+memory per subtrees version); include=all is the history=true GET alone (history is not stored).
+The refresh is 81 hierarchy=true GETs plus ceil(3439 / 1000) = 4 GraphQL record batches. The HTTP
+p99 figures are dominated by the machine's load (other runs).
 """
 
 from __future__ import annotations
@@ -98,27 +114,59 @@ async def over_http(url: str, calls: int) -> dict[str, list[float]]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=30)
-    opts = parser.parse_args()
-    sim = harness.start_simulator("eco-bench-tools-")
-    cfg = harness.sim_config(sim)
-    asyncio.run(harness.build_catalog(cfg))
-    SITES.extend(sorted(sim.world.sites))  # type: ignore[attr-defined]
-    local = asyncio.run(in_process(cfg, opts.calls))
+def _both(cfg: Any, calls: int) -> tuple[dict[str, tuple[list[float], int, int]], dict[str, list[float]]]:
+    """The cases in process, then over HTTP (a server of their own on `cfg`)."""
+    local = asyncio.run(in_process(cfg, calls))
     server, url = harness.serve(cfg)
     try:
-        remote = asyncio.run(over_http(url, opts.calls))
+        remote = asyncio.run(over_http(url, calls))
     finally:
         server.should_exit = True
-        sim.__exit__(None, None, None)  # type: ignore[attr-defined]
+    return local, remote
+
+
+async def store_subtrees() -> Any:
+    """The subtree refresh a running deployment's beat runs, through the real upstream client."""
+    from catalog.services.location_subtrees import refresh_location_subtrees
+    from upstream.client import close_clients, get_client
+
+    outcome = await refresh_location_subtrees(client=get_client(), trigger="bench")
+    assert outcome.ok, outcome.error
+    await close_clients()
+    return outcome
+
+
+def _table(title: str, local: dict[str, tuple[list[float], int, int]], remote: dict[str, list[float]]) -> None:
+    print(title)
     print(f"{'case':32s}{'inproc p50':>11s}{'p99':>7s}{'http p50':>11s}{'p99':>7s}{'req first':>11s}{'req max':>9s}")
     for label, _, _ in CASES:
         times, first, most = local[label]
         http = remote[label]
         print(f"{label:32s}{statistics.median(times):11.1f}{harness.percentile(times, 0.99):7.1f}"
               f"{statistics.median(http):11.1f}{harness.percentile(http, 0.99):7.1f}{first:11d}{most:9d}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=30)
+    opts = parser.parse_args()
+    sim = harness.start_simulator("eco-bench-tools-")
+    try:
+        cfg = harness.sim_config(sim)
+        asyncio.run(harness.build_catalog(cfg))
+        SITES.extend(sorted(sim.world.sites))  # type: ignore[attr-defined]
+        before = _both(cfg, opts.calls)
+        t0 = time.perf_counter()
+        outcome = asyncio.run(store_subtrees())
+        refresh_s = time.perf_counter() - t0
+        # A new configuration: a new answer-cache namespace, so nothing cached above is reused.
+        after = _both(harness.sim_config(sim), opts.calls)
+    finally:
+        sim.__exit__(None, None, None)  # type: ignore[attr-defined]
+    _table("subtrees not stored (fallback: hierarchy=true per site)", *before)
+    print(f"subtree refresh: {outcome.rows} nodes of {len(SITES)} sites, {outcome.requests} requests, "
+          f"{refresh_s:.1f} s")
+    _table("subtrees stored", *after)
 
 
 if __name__ == "__main__":
