@@ -153,10 +153,11 @@ def shared_pg(postgres_url: str, tmp: Path) -> str:
     """The session's `kill9_shared_*` database, migrated once by an uninterrupted `migrate`."""
     if "url" not in _shared:
         url = create_db(postgres_url, "shared")
-        _shared["url"] = url
         log = tmp / "shared-migrate.log"
-        assert run(["migrate", "--noinput"], clean_env(DATABASE_URL=url, ECO_MCP_DATA_DIR=str(tmp)), log) == 0, (
-            log.read_text())
+        if run(["migrate", "--noinput"], clean_env(DATABASE_URL=url, ECO_MCP_DATA_DIR=str(tmp)), log) != 0:
+            drop_db(url)  # the fixture fails before its teardown is set up
+            raise AssertionError(log.read_text())
+        _shared["url"] = url
     return _shared["url"]
 
 
