@@ -92,6 +92,8 @@ def wait_until(probe: Callable[[], T | None], what: str, *, alive: subprocess.Po
         if alive is not None and alive.poll() is not None:
             raise AssertionError(f"the process exited ({alive.returncode}) before {what}\n{tail}")
         if time.monotonic() > deadline:
+            if alive is not None:
+                kill9(alive.pid)  # not left behind by a failed test
             raise AssertionError(f"no sign of {what} after {HANG_S:.0f} s\n{tail}")
         time.sleep(every_s)
 
