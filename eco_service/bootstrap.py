@@ -110,12 +110,14 @@ def _hooks_undone(alias: str) -> bool:
     between the two leaves no migration pending and the hooks' work undone for good: content
     types, permissions and the catalog's beat schedule, without which Celery beat never refreshes
     the catalogs. The catalog's schedule comes at the end of that work (catalog is the last app
-    with models), so its absence is the mark; `migrate` runs the hooks again with nothing to apply."""
+    with models), so the absence of either of its entries is the mark; `migrate` runs the hooks
+    again with nothing to apply."""
     from django_celery_beat.models import PeriodicTask
 
-    from catalog.schedule import PERIODIC_TASK_NAME
+    from catalog.schedule import PERIODIC_TASK_NAME, SUBTREES_PERIODIC_TASK_NAME
 
-    return not PeriodicTask.objects.using(alias).filter(name=PERIODIC_TASK_NAME).exists()
+    names = {PERIODIC_TASK_NAME, SUBTREES_PERIODIC_TASK_NAME}
+    return PeriodicTask.objects.using(alias).filter(name__in=names).count() < len(names)
 
 
 def prepare_database() -> None:

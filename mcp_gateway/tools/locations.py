@@ -20,6 +20,7 @@ from catalog.locations import (
 )
 from catalog.services import due_catalogs, ensure_catalogs
 from eco_core.config import EcoConfig
+from eco_core.paging import DefaultLimit
 from mcp_gateway import ports
 from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
@@ -68,7 +69,7 @@ class FindLocationsInput(ToolInput):
     radius_km: float = Field(50.0, gt=0, le=5000)
     include_coordinates: bool = Field(True, description="Coordinates for the page (one batched lookup).")
     max_depth: int = Field(6, ge=1, le=12, description="Levels walked below each root.")
-    limit: int = Field(50, ge=1, le=200)
+    limit: DefaultLimit = Field(50, ge=1, le=200)
     offset: int = Field(0, ge=0)
 
 

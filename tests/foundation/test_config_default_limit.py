@@ -20,8 +20,6 @@ from upstream_sim import refdata
 # The spec's tools whose `limit` defaults to 50 (observatory-mcp-spec.md, Endpoints): their page
 # size is the service default. Every other tool's `limit` default is its own (25, 100, 20).
 SPEC_DEFAULT_IS_SERVICE_DEFAULT = {"eco_search_sites", "eco_find_locations", "eco_list_files", "eco_list_sample_classes"}
-# mcp_gateway/tools/locations.py is another engineer's file: its `limit` line gets the marker there.
-PENDING = {"eco_find_locations"}
 CLASSES = len(refdata.supported_classes())
 
 
@@ -74,11 +72,7 @@ def test_default_limit_above_a_tools_own_maximum_is_lowered_to_that_maximum():
 def _limit_tools() -> list[Any]:
     registry = default_registry()
     specs = [registry.get(n) for n in registry.names()]
-    return [
-        pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="marker pending in locations.py"))
-        if s.name in PENDING else s
-        for s in specs if s is not None and "limit" in s.input_model.model_fields
-    ]
+    return [s for s in specs if s is not None and "limit" in s.input_model.model_fields]
 
 
 @pytest.mark.parametrize("spec", _limit_tools(), ids=lambda s: s.name)
