@@ -171,25 +171,45 @@ def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
     return _validator(json.dumps(schema, sort_keys=True)).is_valid(value)
 
 
-def property_strategy(name: str, schema: Mapping[str, Any], real: Sequence[Any]) -> st.SearchStrategy[Any]:
-    """Schema values, or (half of the time) a real value of this property that fits."""
+def property_strategy(name: str, schema: Mapping[str, Any], real: Sequence[Any], only_real: bool = False
+                      ) -> st.SearchStrategy[Any]:
+    """Schema values, or (half of the time, or always with `only_real`) a real value of this
+    property that fits; schema values alone when there is none."""
     base = value_strategy(schema)
     known = [v for v in real if _fits(v, schema)]
     if "array" in json_types(schema):
         items = [v for v in real if isinstance(v, str)]
         lists = [[a] for a in items] + [items[i:i + 3] for i in range(0, len(items), 3)]
         known += [v for v in lists if _fits(v, schema)]
+    if known and only_real:
+        return st.sampled_from(known)
     return st.one_of(base, st.sampled_from(known)) if known else base
 
 
 def valid_arguments(tool: str, schema: Mapping[str, Any], vocabulary: Mapping[str, Sequence[Any]]
                     ) -> st.SearchStrategy[dict[str, Any]]:
+    """Three shapes, evenly: any schema values (each maybe a real one) for any properties; real
+    values wherever the vocabulary has some; the required properties plus one optional one, with
+    real values (a tool whose inputs exclude each other, 'exactly one of', mostly gets this one
+    right). The last two let hostile and invalid mutations reach past name resolution."""
     properties = schema.get("properties", {})
-    required = set(schema.get("required", ()))
-    strategies = {n: property_strategy(n, s, vocabulary.get(f"{tool}.{n}", vocabulary.get(n, ())))
-                  for n, s in properties.items()}
-    return st.fixed_dictionaries({n: s for n, s in strategies.items() if n in required},
-                                 optional={n: s for n, s in strategies.items() if n not in required})
+    required = [n for n in properties if n in set(schema.get("required", ()))]
+    optional = [n for n in properties if n not in required]
+    real = {n: vocabulary.get(f"{tool}.{n}", vocabulary.get(n, ())) for n in properties}
+    mixed = {n: property_strategy(n, s, real[n]) for n, s in properties.items()}
+    realistic = {n: property_strategy(n, s, real[n], only_real=True) for n, s in properties.items()}
+    shapes = [st.fixed_dictionaries({n: s for n, s in strategies.items() if n in required},
+                                    optional={n: s for n, s in strategies.items() if n not in required})
+              for strategies in (mixed, realistic)]
+    if optional:
+        base = st.fixed_dictionaries({n: realistic[n] for n in required})
+        shapes.append(st.tuples(base, st.sampled_from(optional)).flatmap(
+            lambda pair: realistic[pair[1]].map(lambda value: {**pair[0], pair[1]: value})))
+    # Whole argument sets known to work (vocabulary[tool]: e.g. what other tools' nextSteps proposed).
+    examples = [dict(e) for e in vocabulary.get(tool, ()) if not invalid_fields(e, schema)]
+    if examples:
+        shapes.append(st.sampled_from(examples).map(dict))
+    return st.one_of(shapes)
 
 
 def _out_of_range(schema: Mapping[str, Any]) -> list[Any]:
@@ -333,7 +353,8 @@ def _draw(strategy: st.SearchStrategy[Case], count: int, seed_value: int) -> lis
 def vocabulary(sim: Any) -> dict[str, list[Any]]:
     """Real values of the simulator's catalog, by property name (`tool.property` for a name one
     tool uses differently), so valid cases can find something: a tool registered tomorrow with a
-    `product` or `site_codes` field gets real codes without a change here."""
+    `product` or `site_codes` field gets real codes without a change here. A tool's own name maps
+    to whole argument sets known to work; the fuzzing adds the nextSteps of its successes there."""
     state = sim.state
     world = state.world
     products = ["DP1.00041.001", "DP1.00041", "Soil temperature", "DP1.10003.001", "DP1.00001.001", "dp1.00041.001",
@@ -367,4 +388,14 @@ def vocabulary(sim: Any) -> dict[str, list[Any]]:
                               '{ site(siteCode: "HARV") { siteCode siteName } }', "{ __schema { types { name } } }",
                               'mutation { x }', '{ nope }', "{ " * 20 + "}" * 20],
         "introspect_type": ["Site", "DataProduct", "Nope"],
+        # Tools whose inputs exclude each other: one working call each to start from.
+        "eco_get_availability": [{"product": "DP1.00041.001"}, {"site": "HARV"},
+                                 {"product": "DP1.00041.001", "site": "HARV"}],
+        "eco_get_citation": [{"product": "DP1.00041.001"}, *({"prototype_uuid": u} for u in prototypes[:1])],
+        "eco_graphql": [{"query": "{ products { productCode } }"}, {"introspect_type": "Site"}],
+        "eco_get_document": [{"spec_number": s} for s in specs[:2]],
+        "eco_get_sample": [{"barcode": "A00000123456"}, {"sample_tag": samples[0]["sampleTag"]}],
+        "eco_find_locations": [{"root": "HARV"}, {"site_codes": ["HARV"], "location_type": "TOWER"}],
+        "eco_download_files": [*({"spec_number": s} for s in specs[:1]), *({"prototype_uuid": u} for u in prototypes[:1]),
+                               {"product": "DP1.00041.001", "site_codes": ["HARV"], "start_month": "2020-01"}],
     }
