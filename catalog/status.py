@@ -8,7 +8,11 @@
     readiness() -> (False, {"status": "warming", ["upstreamMismatch": {name: why}]})
                         until products and sites exist, built from the configured upstream
                  | (True, {"status": "ready", "catalogs": {name: {"ageSeconds", "rows", "restBase",
-                           "graphqlUrl", "upstreamMismatch"}}, "degraded": bool, "tokenConfigured": bool})
+                           "graphqlUrl", "upstreamMismatch"}}, "degraded": bool, "tokenConfigured": bool,
+                           "subtrees": {"ageSeconds", "rows", "stale", "refreshing", "sitesDone",
+                                        "sitesTotal", "lastError", "upstreamMismatch"}})
+                   `catalogs` is what readiness requires (the four catalogs); `subtrees` (every
+                   site's stored location subtree) is said for information and never holds it up
     upstream_mismatch(rest_base, graphql_url, cfg) -> why | None
 
 A catalog is served only for the upstream it was built from: `upstreamMismatch` (null when they
@@ -31,6 +35,9 @@ from catalog.models import CATALOGS, SUBTREES, CatalogState
 from eco_core.config import EcoConfig, get_config
 
 READY_NEEDS = ("products", "sites")
+# A subtree walk moves its progress after every site (seconds apart, minutes when paced); one
+# that has not moved for this long died (kill -9 leaves `progress_at` set) and is not "refreshing".
+REFRESHING_STALL_S = 600.0
 
 
 def ttl_for(catalog: str, cfg: EcoConfig) -> int:
@@ -86,12 +93,17 @@ def catalog_status(cfg: EcoConfig | None = None) -> dict[str, Any]:
     # The stored site subtrees (catalog.services.location_subtrees): freshness, and the progress of
     # their long walk. Not needed for readiness: the location tools fall back to the upstream.
     sub = states.get(SUBTREES)
+    moving = bool(sub and sub.progress_at and (now - sub.progress_at).total_seconds() < REFRESHING_STALL_S)
     out[SUBTREES] = {**_entry(sub, SUBTREES, cfg, now), "sitesDone": sub.progress_done if sub else 0,
-                     "sitesTotal": sub.progress_total if sub else 0, "refreshing": bool(sub and sub.progress_at)}
+                     "sitesTotal": sub.progress_total if sub else 0, "refreshing": moving}
     # A catalog from another upstream is not served, so it cannot make the service ready.
     out["ready"] = all(out[c]["count"] > 0 and out[c]["upstreamMismatch"] is None for c in READY_NEEDS)
     out["degraded"] = _graphql_breaker_open() or any(s.last_error for s in states.values())
     return out
+
+
+SUBTREES_READYZ = ("ageSeconds", "stale", "refreshing", "sitesDone", "sitesTotal", "lastError",
+                   "upstreamMismatch")
 
 
 def readiness(cfg: EcoConfig | None = None) -> tuple[bool, dict[str, Any]]:
@@ -111,6 +123,9 @@ def readiness(cfg: EcoConfig | None = None) -> tuple[bool, dict[str, Any]]:
                          "upstreamMismatch": status[c]["upstreamMismatch"]} for c in CATALOGS},
         "degraded": status["degraded"],
         "tokenConfigured": cfg.eco.api_token is not None,
+        # Information only, never a condition of readiness: without stored subtrees the location
+        # tools fetch a site's subtree upstream (one cached request).
+        "subtrees": {"rows": status[SUBTREES]["count"], **{k: status[SUBTREES][k] for k in SUBTREES_READYZ}},
     }
 
 

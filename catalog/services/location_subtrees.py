@@ -20,8 +20,14 @@ transaction only when every site and every record batch answered; a failed site,
 GraphQL batch, or a stale answer leaves the previous subtrees served, and the error goes to the
 state's `last_error` and the refresh log. REST reads skip the answer cache (`fresh=True`), as in
 catalog.services.refresh. Progress (sites done of sites to walk) is written to the state row
-after every site, for the admin and eco_ping; a run refuses to start while another one's
-progress moved within `STALL_S`.
+after every site, for the admin and eco_ping, and logged (stderr) about every tenth of the sites.
+
+One run at a time: a run holds the `subtrees` run lock (catalog.services.run_lock: a PostgreSQL
+advisory lock on a session of its own, or a file lock beside SQLite) from its claim to its end;
+a run that finds it held is skipped and says how far the holder got. The lock dies with its
+process, so a run killed -9 (which leaves `progress_at` set: nothing could clear it) holds up
+nobody: the next run takes the free lock and overwrites that progress (catalog.status stops
+calling such a progress "refreshing" once it has not moved for a while).
 
 The shared rate budget: every request goes through the upstream client, so through the
 process-shared (Redis) bucket that interactive calls use too. On top of that the walk keeps out
@@ -42,6 +48,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import transaction
 
+import catalog.services.run_lock as run_lock
 import catalog.services.swap as swap
 from catalog.models import SUBTREES, CatalogState, LocationNodeRow, LocationRow
 from catalog.services.refresh import RefreshOutcome, _describe
@@ -55,7 +62,6 @@ log = logging.getLogger("eco.catalog.subtrees")
 RECORD_BATCH = 1000  # NEON's findLocations limit per query
 RESERVE = 0.5
 SHARE = 0.5
-STALL_S = 600.0
 SOURCE = "rest+gql"
 # The plain record of each node. Variables keep the names out of the query text.
 RECORDS_QUERY = (
@@ -115,17 +121,22 @@ def _sites() -> list[tuple[str, str]]:
     return sorted(LocationRow.objects.filter(location_type="SITE").values_list("name", "domain_code"))
 
 
-def _claim(total: int) -> str | None:
-    """Mark a run as started; the progress of a live run already under way when one is."""
-    now = datetime.now(UTC)
-    with transaction.atomic():
-        CatalogState.objects.get_or_create(catalog=SUBTREES)
-        state = CatalogState.objects.select_for_update().get(catalog=SUBTREES)
-        if state.progress_at and (now - state.progress_at).total_seconds() < STALL_S:
-            return f"{state.progress_done}/{state.progress_total}"
-        state.progress_done, state.progress_total, state.progress_at = 0, total, now
-        state.save(update_fields=["progress_done", "progress_total", "progress_at"])
-    return None
+def _claim(total: int) -> tuple[run_lock.RunLock | None, str | None]:
+    """Take the run lock and mark the run as started: (the lock, None); or, when a live run
+    holds the lock, (None, that run's progress). A dead run's progress is overwritten."""
+    lock = run_lock.try_hold(SUBTREES)
+    if lock is None:
+        state = CatalogState.objects.filter(catalog=SUBTREES).first()
+        return None, f"{state.progress_done}/{state.progress_total}" if state else "?"
+    try:
+        with transaction.atomic():
+            CatalogState.objects.get_or_create(catalog=SUBTREES)
+            CatalogState.objects.filter(catalog=SUBTREES).update(progress_done=0, progress_total=total,
+                                                                 progress_at=datetime.now(UTC))
+    except BaseException:
+        lock.release()
+        raise
+    return lock, None
 
 
 def _progress(done: int) -> None:
@@ -182,6 +193,8 @@ async def _walk(client: CatalogUpstream, sites: list[tuple[str, str]],
             records.update(await _records(client, pending[:RECORD_BATCH]))
             pending = pending[RECORD_BATCH:]
         await sync_to_async(_progress)(done)
+        if done == len(sites) or done * 10 // len(sites) != (done - 1) * 10 // len(sites):
+            log.info("subtrees: %d/%d sites walked, %d nodes", done, len(sites), len(nodes))
     for batch in _batches(pending):
         records.update(await _records(client, batch))
     return _rows(nodes, records)
@@ -192,11 +205,25 @@ async def refresh_location_subtrees(*, client: CatalogUpstream, trigger: str = "
     """Walk every site and swap the subtrees in; never raises for upstream trouble (see the outcome)."""
     started, t0 = datetime.now(UTC), time.perf_counter()
     sites = await sync_to_async(_sites)()
-    running = await sync_to_async(_claim)(len(sites)) if sites else None
-    if running:
+    lock, running = await sync_to_async(_claim)(len(sites))
+    if lock is None:
         # Not a failure of the catalog: the run under way will report. Nothing is recorded.
+        log.info("subtree refresh (%s) skipped: another one is under way (%s sites)", trigger, running)
         return RefreshOutcome(SUBTREES, False, None, 0, 0, time.perf_counter() - t0,
                               error=f"skipped: another subtree refresh is under way ({running} sites)")
+    try:
+        return await _run(client, sites, trigger, started, t0, sleep)
+    finally:
+        try:
+            # Also on cancellation (a server shutting down): the progress must not read as running.
+            await sync_to_async(_finish)()
+        finally:
+            lock.release()
+
+
+async def _run(client: CatalogUpstream, sites: list[tuple[str, str]], trigger: str, started: datetime,
+               t0: float, sleep: Callable[[float], Awaitable[None]]) -> RefreshOutcome:
+    log.info("subtree refresh (%s): walking %d sites", trigger, len(sites))
     with call_scope() as acct:
         try:
             if not sites:
@@ -214,12 +241,10 @@ async def refresh_location_subtrees(*, client: CatalogUpstream, trigger: str = "
             error = _describe(exc)
             log.warning("subtree refresh failed (%s); the previous subtrees are kept", error)
             await sync_to_async(swap.record_failure)(SUBTREES, error)
-            await sync_to_async(_finish)()
             await sync_to_async(swap.log_refresh)(catalog=SUBTREES, source=SOURCE, trigger=trigger,
                                                   started_at=started, ok=False, rows=0, requests=acct.requests,
                                                   error=error)
             return RefreshOutcome(SUBTREES, False, SOURCE, 0, acct.requests, time.perf_counter() - t0, None, error)
-    await sync_to_async(_finish)()
     await sync_to_async(swap.log_refresh)(catalog=SUBTREES, source=SOURCE, trigger=trigger, started_at=started,
                                           ok=True, rows=len(rows), requests=acct.requests)
     log.info("subtrees: %d sites, %d nodes, %d requests, %.1fs", len(sites), len(rows), acct.requests,

@@ -24,7 +24,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from catalog.models import SUBTREES, CatalogRefresh, CatalogState, LocationNodeRow, LocationRow
 from catalog.schedule import SUBTREES_PERIODIC_TASK_NAME, ensure_refresh_schedule
-from catalog.services import refresh_catalogs
+from catalog.services import refresh_catalogs, run_lock
 from catalog.services.location_subtrees import RECORD_BATCH, pause_before_next, refresh_location_subtrees
 from catalog.status import catalog_status
 from catalog.tasks import SUBTREES_TASK_NAME
@@ -149,11 +149,59 @@ def test_a_failed_site_or_graphql_batch_keeps_the_previous_subtrees_and_records_
 def test_a_refresh_does_not_start_while_another_is_under_way(locations_built, mini_client, fresh_sim):
     CatalogState.objects.update_or_create(catalog=SUBTREES, defaults={
         "progress_done": 3, "progress_total": 81, "progress_at": datetime.now(UTC)})
-    fresh_sim.requests.clear()
-    outcome = _refresh(mini_client)
+    # What a live run holds from its claim to its end (a kill -9 frees it: test_kill9_subtrees).
+    live = run_lock.try_hold(SUBTREES)
+    assert live is not None
+    try:
+        fresh_sim.requests.clear()
+        outcome = _refresh(mini_client)
+    finally:
+        live.release()
     assert not outcome.ok and "under way (3/81 sites)" in outcome.error
     assert fresh_sim.requests.count("") == 0 and not CatalogRefresh.objects.filter(catalog=SUBTREES).exists()
     assert CatalogState.objects.get(catalog=SUBTREES).last_error == ""
+
+
+def test_the_run_lock_admits_one_holder_at_a_time_and_is_free_again_once_released(db):
+    first = run_lock.try_hold(SUBTREES)
+    assert first is not None
+    try:
+        assert run_lock.try_hold(SUBTREES) is None
+        other = run_lock.try_hold("another-run")  # a lock of another name is another lock
+        assert other is not None
+        other.release()
+    finally:
+        first.release()
+    again = run_lock.try_hold(SUBTREES)
+    assert again is not None
+    again.release()
+
+
+def test_a_moving_progress_left_by_a_dead_run_does_not_hold_the_next_one_back_and_the_walk_logs_its_progress(
+        locations_built, mini_client, fresh_sim, eco_cfg, caplog):
+    sites = _keep_sites(fresh_sim, 4)
+    # A run that was killed a moment ago: its progress looks alive, but nobody holds the lock.
+    CatalogState.objects.update_or_create(catalog=SUBTREES, defaults={
+        "progress_done": 2, "progress_total": 4, "progress_at": datetime.now(UTC)})
+    assert catalog_status(eco_cfg)[SUBTREES]["refreshing"] is True
+    caplog.set_level("INFO", logger="eco.catalog.subtrees")
+    outcome = _refresh(mini_client)
+    assert outcome.ok, outcome.error
+    assert LocationNodeRow.objects.filter(depth=0).count() == len(sites)
+    walked = [r.getMessage().split(" sites walked")[0] for r in caplog.records if "sites walked" in r.getMessage()]
+    assert walked == [f"subtrees: {n}/{len(sites)}" for n in range(1, len(sites) + 1)]
+    state = CatalogState.objects.get(catalog=SUBTREES)
+    assert (state.progress_done, state.progress_at) == (len(sites), None)
+
+
+def test_a_progress_that_stopped_moving_long_ago_is_not_reported_as_refreshing(db, eco_cfg):
+    from catalog.status import REFRESHING_STALL_S
+
+    CatalogState.objects.update_or_create(catalog=SUBTREES, defaults={
+        "progress_done": 5, "progress_total": 81,
+        "progress_at": datetime.now(UTC) - timedelta(seconds=REFRESHING_STALL_S + 5)})
+    entry = catalog_status(eco_cfg)[SUBTREES]
+    assert (entry["sitesDone"], entry["refreshing"]) == (5, False)
 
 
 def test_without_the_locations_catalog_the_refresh_fails_and_says_why(db, mini_client, fresh_index):
