@@ -4,7 +4,8 @@ place, so each is wired once and faked once in tests.
     catalog_status(cfg) -> dict      per catalog: count, ageSeconds, source, stale; plus "ready"
     catalog_generation() -> int      moves when this process swaps a catalog
     readiness(cfg) -> (bool, dict)   what /readyz answers
-    prewarm(cfg)                     async; builds the catalogs (run in the background on HTTP)
+    prewarm(cfg)                     async; builds the catalogs (run in the background on HTTP),
+                                     then starts the subtree walk in a task of its own
     upstream_client()                the one shared upstream client
 """
 
@@ -37,6 +38,8 @@ def readiness(cfg: EcoConfig) -> tuple[bool, dict[str, Any]]:
 
 async def prewarm(cfg: EcoConfig) -> None:
     await catalog_services.prewarm(cfg)
+    # Then every site's location subtree (~85 requests), in a background task of its own.
+    await catalog_services.refresh_subtrees_ahead(cfg, prewarm=True)
 
 
 def upstream_client() -> UpstreamClient:

@@ -5,6 +5,7 @@
     await prewarm(cfg, *, client=None) -> [RefreshOutcome]
     await ensure_catalogs(cfg, *, client=None, need=("products", "sites"))
     due_catalogs(cfg, *, ahead=0.0, missing_only=False) -> [catalog]
+    await refresh_subtrees_ahead(cfg, *, client=None, prewarm=False) -> Task | None
 
 `client` is anything that implements `upstream.protocol.CatalogUpstream` (the shared
 `UpstreamClient` when omitted). The refresh-ahead state (`_background`, `_failed_at`) lives in
@@ -15,7 +16,7 @@ re-exporting them here makes no import cycle.
 from __future__ import annotations
 
 from catalog.services.refresh import RefreshOutcome, refresh_catalog, refresh_catalogs
-from catalog.services.warm import due_catalogs, ensure_catalogs, prewarm
+from catalog.services.warm import due_catalogs, ensure_catalogs, prewarm, refresh_subtrees_ahead
 
 __all__ = [
     "RefreshOutcome",
@@ -24,4 +25,5 @@ __all__ = [
     "prewarm",
     "refresh_catalog",
     "refresh_catalogs",
+    "refresh_subtrees_ahead",
 ]

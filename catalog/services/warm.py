@@ -7,6 +7,10 @@
         that fails), then starts a refresh-ahead in the background if one is due; a caller that
         already has a catalog never waits
     due_catalogs(cfg, *, ahead=0.0, missing_only=False) -> [catalog]   (sync; the index's cached state)
+    await refresh_subtrees_ahead(cfg, *, client=None, prewarm=False) -> Task | None
+        starts a background subtree refresh (catalog.services.location_subtrees) when one is due;
+        never waits for it
+    subtrees_due(cfg, *, ahead=0.0, missing_too=False) -> bool          (sync; one query)
 
 A catalog built from another upstream than the configured one (catalog.status.upstream_mismatch)
 counts as missing everywhere here: it is rebuilt before any tool reads it, and when that fails
@@ -18,6 +22,20 @@ broker, Celery beat owns the schedule and nothing runs here. A catalog whose bac
 failed is not tried again by this process for `RETRY_AFTER_FAILURE_S`: refreshes read the
 upstream, never the cache, so during an outage every tool call would otherwise start another
 failing refresh as soon as the last one ended.
+
+The location subtrees (every site's subtree, ~85 requests; not one of CATALOGS) get the same
+treatment without a broker, in a background task of their own, one at a time per process and one
+at a time across processes (the walk's run lock). They are walked
+  - after the catalogs at HTTP start (`prewarm=True`, called by the gateway's prewarm, which runs
+    only with `cache.prewarm`: on by default on HTTP, off on stdio, so a stdio start never adds
+    the walk's requests unless asked), when they are missing, built from another upstream, or
+    older than `cache.ttl_s.locations`;
+  - ahead of expiry, like the catalogs: stored subtrees inside the last `cache.refresh_ahead` of
+    their TTL, noticed by a location or catalog tool call (checked at most every
+    SUBTREES_CHECK_S, so a call pays no database read for it in between). Missing ones are built
+    here only in a process that prewarmed (its start-up walk may have failed); elsewhere a
+    missing walk is the operator's (eco_catalog_refresh --catalog subtrees, the admin, the ops API).
+A failed walk is not started again by this process for RETRY_AFTER_FAILURE_S.
 """
 
 from __future__ import annotations
@@ -30,7 +48,9 @@ from datetime import UTC, datetime
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from catalog.models import CATALOGS
+from catalog.models import CATALOGS, SUBTREES, CatalogState
+from catalog.services.location_subtrees import SOURCE as SUBTREES_SOURCE
+from catalog.services.location_subtrees import refresh_location_subtrees
 from catalog.services.refresh import RefreshOutcome, refresh_catalogs
 from catalog.status import ttl_for, upstream_mismatch
 from eco_core.config import EcoConfig, get_config
@@ -44,6 +64,10 @@ log = logging.getLogger("eco.catalog")
 _background: asyncio.Task[list[RefreshOutcome]] | None = None
 RETRY_AFTER_FAILURE_S = 60.0
 _failed_at: dict[str, float] = {}  # catalog -> time.monotonic() of its last failed refresh-ahead
+_subtrees: asyncio.Task[RefreshOutcome] | None = None
+_subtrees_wanted = False  # this process prewarmed: it also builds missing subtrees
+_subtrees_checked_at = -float("inf")  # time.monotonic() of the last due check
+SUBTREES_CHECK_S = 60.0
 
 
 def _client(client: CatalogUpstream | None) -> CatalogUpstream:
@@ -113,6 +137,7 @@ async def ensure_catalogs(cfg: EcoConfig | None = None, *, client: CatalogUpstre
                 details["upstreamMismatch"] = why
             raise EcoError("catalog_unavailable", message, details=details,
                            hint=unreachable_hint(host_of(cfg.eco.base_url)))
+    await refresh_subtrees_ahead(cfg, client=client)
     if settings.CELERY_BROKER_URL or (_background is not None and not _background.done()):
         return
     due = await sync_to_async(due_catalogs)(cfg, ahead=cfg.cache.refresh_ahead)
@@ -144,3 +169,65 @@ async def _refresh_ahead(due: list[str], *, client: CatalogUpstream, cfg: EcoCon
         else:
             _failed_at[o.catalog] = time.monotonic()
     return outcomes
+
+
+# -- the location subtrees -------------------------------------------------------------------------
+
+def subtrees_due(cfg: EcoConfig | None = None, *, ahead: float = 0.0, missing_too: bool = False) -> bool:
+    """Whether the subtrees should be walked now: stored ones older than (1 - ahead) of their TTL,
+    or (`missing_too`) none stored for the configured upstream. Never before the locations catalog
+    (its SITE rows are what the walk walks) is served. One small query (not the index's cached
+    state: a process that only answers location tools need never build the search index)."""
+    cfg = cfg or get_config()
+    info = {s.catalog: s for s in CatalogState.objects.filter(catalog__in=("locations", SUBTREES))}
+    loc = info.get("locations")
+    if loc is None or not loc.row_count or upstream_mismatch(loc.rest_base, loc.graphql_url, cfg):
+        return False
+    sub = info.get(SUBTREES)
+    if (sub is None or sub.refreshed_at is None or not sub.row_count
+            or upstream_mismatch(sub.rest_base, sub.graphql_url, cfg)):
+        return missing_too
+    age = (datetime.now(UTC) - sub.refreshed_at).total_seconds()
+    return age >= ttl_for(SUBTREES, cfg) * (1.0 - ahead)
+
+
+async def refresh_subtrees_ahead(cfg: EcoConfig | None = None, *, client: CatalogUpstream | None = None,
+                                 prewarm: bool = False) -> asyncio.Task[RefreshOutcome] | None:
+    """Start a background subtree refresh when one is due and none runs in this process; returns
+    its task (or None) at once. `prewarm`: the start-up walk (see the module docstring)."""
+    global _subtrees, _subtrees_wanted, _subtrees_checked_at
+    cfg = cfg or get_config()
+    _subtrees_wanted = _subtrees_wanted or prewarm
+    if settings.CELERY_BROKER_URL or (_subtrees is not None and not _subtrees.done()):
+        return None
+    now = time.monotonic()
+    if not prewarm and now - _subtrees_checked_at < SUBTREES_CHECK_S:
+        return None
+    if now - _failed_at.get(SUBTREES, -RETRY_AFTER_FAILURE_S) < RETRY_AFTER_FAILURE_S:
+        return None
+    _subtrees_checked_at = now
+    ahead = 0.0 if prewarm else cfg.cache.refresh_ahead
+    if not await sync_to_async(subtrees_due)(cfg, ahead=ahead, missing_too=_subtrees_wanted):
+        return None
+    trigger = "prewarm" if prewarm else "refresh-ahead"
+    _subtrees = asyncio.get_running_loop().create_task(_walk_subtrees(_client(client), trigger),
+                                                       name="eco-subtrees-refresh")
+    return _subtrees
+
+
+async def _walk_subtrees(client: CatalogUpstream, trigger: str) -> RefreshOutcome:
+    try:
+        outcome = await refresh_location_subtrees(client=client, trigger=trigger)
+    except Exception as exc:
+        # Not an upstream failure (those come back as outcomes): the database, most likely. Said
+        # here, since nobody awaits this task to see it raised.
+        log.exception("subtree refresh (%s) failed", trigger)
+        _failed_at[SUBTREES] = time.monotonic()
+        return RefreshOutcome(SUBTREES, False, SUBTREES_SOURCE, 0, 0, 0.0, error=f"{type(exc).__name__}: {exc}")
+    if outcome.ok:
+        _failed_at.pop(SUBTREES, None)
+    elif outcome.source is not None:  # a walk that failed, not one skipped for another under way
+        _failed_at[SUBTREES] = time.monotonic()
+    log.info("subtree refresh (%s): %s, %d nodes, %d requests, %.1fs%s", trigger, "ok" if outcome.ok else "FAILED",
+             outcome.rows, outcome.requests, outcome.seconds, f" ({outcome.error})" if outcome.error else "")
+    return outcome

@@ -18,7 +18,7 @@ from catalog.locations import (
     location_catalog,
     location_detail,
 )
-from catalog.services import due_catalogs, ensure_catalogs
+from catalog.services import due_catalogs, ensure_catalogs, refresh_subtrees_ahead
 from eco_core.config import EcoConfig
 from eco_core.paging import DefaultLimit
 from mcp_gateway import ports
@@ -33,9 +33,11 @@ SENSOR_TYPES = ("CONFIG", "BOOM", "LEVEL", "SOIL_PLOT", "SOIL PLOT")
 async def _catalog(cfg: EcoConfig) -> LocationCatalog:
     """The SITE and DOMAIN rows and the stored subtrees (read later on the catalog-read pool); a
     missing locations catalog is built first (counted in this call). Missing subtrees are not
-    built here: that is 81 requests, left to their scheduled refresh (catalog.tasks)."""
+    built here: that is 81 requests, left to their scheduled refresh (catalog.tasks) or, without
+    a broker, to the background refresh-ahead started here (never waited for)."""
     if "locations" in await catalog_read(due_catalogs, cfg, missing_only=True):
         await ensure_catalogs(cfg, client=ports.upstream_client(), need=("locations",))
+    await refresh_subtrees_ahead(cfg, client=ports.upstream_client())
     return await catalog_read(location_catalog, catalog_read)
 
 

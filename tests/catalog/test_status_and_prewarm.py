@@ -9,11 +9,13 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.urls import reverse
 
-from catalog.models import CatalogRefresh, CatalogState, ProductRow
+from catalog.models import SUBTREES, CatalogRefresh, CatalogState, LocationRow, ProductRow
 from catalog.products import search_products
 from catalog.services import prewarm, refresh_catalogs
+from catalog.services.location_subtrees import refresh_location_subtrees
 from catalog.status import catalog_status, readiness
 from eco_core.errors import EcoError
+from upstream.client import get_client
 
 
 def test_readiness_is_warming_until_products_and_sites_exist(db, eco_cfg):
@@ -29,7 +31,7 @@ def test_search_before_any_catalog_is_catalog_unavailable(db, fresh_index):
     assert exc.value.code == "catalog_unavailable"
 
 
-def test_prewarm_through_the_real_client_makes_the_service_ready(db, sim_cfg, fresh_index):
+def test_prewarm_through_the_real_client_makes_the_service_ready(db, sim_cfg, fresh_index, fresh_sim):
     outcomes = async_to_sync(prewarm)(sim_cfg)
     assert {o.catalog for o in outcomes} == {"products", "sites", "releases", "locations"}
     assert all(o.ok for o in outcomes), [o.error for o in outcomes]
@@ -40,11 +42,34 @@ def test_prewarm_through_the_real_client_makes_the_service_ready(db, sim_cfg, fr
     assert body["catalogs"]["sites"]["rows"] == 81
     assert {c["restBase"] for c in body["catalogs"].values()} == {sim_cfg.eco.base_url}
     assert body["degraded"] is False and body["tokenConfigured"] is False
+    # The location subtrees are said for information; none stored does not hold readiness up.
+    assert body["subtrees"] == {"rows": 0, "ageSeconds": None, "stale": True, "refreshing": False, "sitesDone": 0,
+                                "sitesTotal": 0, "lastError": None, "upstreamMismatch": None}
     status = catalog_status(sim_cfg)
     assert status["products"]["source"] == "graphql" and status["products"]["count"] > 150
     assert status["sites"]["count"] == 81 and not status["sites"]["stale"]
     # A second prewarm finds nothing due and asks the upstream nothing.
     assert async_to_sync(prewarm)(sim_cfg) == []
+
+    # The subtrees' state is said beside the catalogs, failed or stored, and readiness never waits
+    # for it (two sites walked: the walk itself is tests/catalog/test_location_subtrees.py's).
+    LocationRow.objects.filter(location_type="SITE").exclude(name__in=("BART", "HARV")).delete()
+    fresh_sim.faults.add("status", route=r"^/api/v0/locations/HARV$", status=503)
+
+    async def walk():  # the shared client belongs to the event loop it is asked for on
+        return await refresh_location_subtrees(client=get_client())
+
+    failed = async_to_sync(walk)()
+    ready, body = readiness(sim_cfg)
+    assert ready and set(body["catalogs"]) == {"products", "sites", "releases", "locations"}
+    assert (body["subtrees"]["rows"], body["subtrees"]["lastError"]) == (0, failed.error) and "503" in failed.error
+    assert (body["subtrees"]["sitesDone"], body["subtrees"]["sitesTotal"]) == (1, 2)
+    fresh_sim.faults.clear()
+    done = async_to_sync(walk)()
+    ready, body = readiness(sim_cfg)
+    assert ready and body["subtrees"]["rows"] == done.rows > 2 and body["subtrees"]["stale"] is False
+    assert body["subtrees"]["ageSeconds"] >= 0 and body["subtrees"]["lastError"] is None
+    assert body["subtrees"]["upstreamMismatch"] is None and SUBTREES not in body["catalogs"]
 
 
 def test_prewarm_never_raises_when_the_upstream_is_down(db, sim_cfg, fresh_sim, fresh_index):
