@@ -1,8 +1,12 @@
 """The ops API (django-ninja, under /api/ops/): what automation and dashboards read and do.
 
-    GET  catalogs                 freshness of each catalog, with the upstream it was built from
+    GET  catalogs                 freshness of each catalog, with the upstream it was built from, and
+                                  of the location subtrees with their walk's progress (readiness
+                                  does not need them)
     GET  refresh-log              the refresh log, newest first (limit/offset, optional catalog)
-    POST refreshes                queue a refresh -> 202 {"id", "state": "queued", ...}
+    POST refreshes                queue a refresh -> 202 {"id", "state": "queued", ...}; `catalogs` may
+                                  name `subtrees` (every site's location subtree, ~85 upstream
+                                  requests), which is refreshed only when named
     GET  refreshes/{id}           that refresh's state: queued, running, succeeded, failed
     GET  upstream/cache           upstream answer cache statistics (this process)
     GET  upstream/rate-limit      the rate budget and NEON's last reported headroom
@@ -36,14 +40,16 @@ from ninja.errors import HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from pydantic import ConfigDict, model_validator
 
-from catalog.models import CATALOGS, CatalogRefresh
+from catalog.models import CATALOGS, STATE_NAMES, SUBTREES, CatalogRefresh
 from catalog.status import catalog_status, upstream_cache_info
 from eco_core.config import get_config
 from eco_service.tasks import load_state, now_iso, ops_refresh_task, run_refresh, save_state
 
 log = logging.getLogger("eco.ops")
 
-CatalogName = Literal["products", "sites", "releases", "locations"]
+# The four catalogs and the location subtrees (catalog.models.STATE_NAMES): each has a state row,
+# a refresh log and a refresh of its own.
+CatalogName = Literal["products", "sites", "releases", "locations", "subtrees"]
 RefreshState = Literal["queued", "running", "succeeded", "failed"]
 _REFRESH_ID = re.compile(r"[0-9a-f]{32}")
 
@@ -92,10 +98,15 @@ class CatalogFreshness(Schema):
     graphql_url: str | None = Field(None, alias="graphqlUrl", description="GraphQL URL it was built from.")
     upstream_mismatch: str | None = Field(
         None, alias="upstreamMismatch", description="Why it is not served under the configured upstream.")
+    sites_done: int | None = Field(None, alias="sitesDone", description="subtrees only: sites walked by the "
+                                   "current or last walk.")
+    sites_total: int | None = Field(None, alias="sitesTotal", description="subtrees only: sites it walks.")
+    refreshing: bool | None = Field(None, description="subtrees only: a walk is under way.")
 
 
 class Freshness(Schema):
-    catalogs: list[CatalogFreshness]
+    catalogs: list[CatalogFreshness] = Field(description="The four catalogs, then the location subtrees "
+                                                         "(which `ready` does not need).")
     ready: bool
     degraded: bool
     rest_base: str = Field(alias="restBase", description="The configured REST base.")
@@ -131,9 +142,12 @@ class RefreshLogQuery(Schema):
 
 
 class RefreshRequest(Schema):
-    catalogs: list[CatalogName] | None = Field(None, min_length=1, max_length=4,
-                                               description="Catalogs to rebuild; all when omitted.")
-    source: Literal["graphql", "rest"] | None = Field(None, description="Force a source; by policy when omitted.")
+    catalogs: list[CatalogName] | None = Field(
+        None, min_length=1, max_length=len(STATE_NAMES),
+        description=f"Catalogs to rebuild; the four catalogs when omitted. '{SUBTREES}' (every site's location "
+                    "subtree, ~85 upstream requests) only when named, and after `locations` when both are.")
+    source: Literal["graphql", "rest"] | None = Field(
+        None, description="Force a source for the four catalogs; by policy when omitted.")
 
     model_config = ConfigDict(extra="forbid")
 
@@ -179,7 +193,7 @@ def catalogs(request: HttpRequest) -> dict[str, Any]:
     cfg = get_config()
     status = catalog_status(cfg)
     return {
-        "catalogs": [{"catalog": c, "rows": status[c]["count"], **status[c]} for c in CATALOGS],
+        "catalogs": [{"catalog": c, "rows": status[c]["count"], **status[c]} for c in STATE_NAMES],
         "ready": status["ready"],
         "degraded": status["degraded"],
         "restBase": cfg.eco.base_url,
@@ -223,7 +237,7 @@ def dispatch(request_id: str) -> None:
 
 @api.post("/refreshes", response=_answers({202: RefreshStatus}), by_alias=True, summary="Queue a catalog refresh")
 def queue_refresh(request: HttpRequest, body: RefreshRequest) -> Status:
-    names = sorted(set(body.catalogs or CATALOGS), key=CATALOGS.index)
+    names = sorted(set(body.catalogs or CATALOGS), key=STATE_NAMES.index)
     request_id = uuid.uuid4().hex
     state: dict[str, Any] = {"id": request_id, "state": "queued", "catalogs": names, "source": body.source,
              "runner": "celery" if settings.CELERY_BROKER_URL else "in_process", "requestedAt": now_iso(),

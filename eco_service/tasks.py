@@ -32,17 +32,24 @@ def load_state(request_id: str) -> dict[str, Any] | None:
 
 
 def run_refresh(request_id: str) -> None:
-    """Run a queued refresh and record its state (a Celery worker or this process's thread)."""
-    from catalog.tasks import refresh_catalogs_task
+    """Run a queued refresh and record its state (a Celery worker or this process's thread): the
+    named catalogs first, then the location subtrees when named (they walk the locations
+    catalog's SITE rows, so after a locations refresh asked for in the same request)."""
+    from catalog.models import SUBTREES
+    from catalog.tasks import refresh_catalogs_task, refresh_location_subtrees_task
 
     state = load_state(request_id)
     if state is None:
         log.warning("ops refresh %s: no state recorded (expired or another cache); not run", request_id)
         return
     save_state({**state, "state": "running"})
+    catalogs = [c for c in state["catalogs"] if c != SUBTREES]
     try:
-        # Called, not queued: this already is the worker (or the in-process thread).
-        outcomes = refresh_catalogs_task(catalogs=state["catalogs"], source=state["source"], trigger="ops")
+        # Called, not queued: this already is the worker (or the in-process thread). An empty
+        # list must not reach the task, which reads it as "every catalog".
+        outcomes = refresh_catalogs_task(catalogs=catalogs, source=state["source"], trigger="ops") if catalogs else []
+        if SUBTREES in state["catalogs"]:
+            outcomes.append(refresh_location_subtrees_task(trigger="ops"))
     except Exception as exc:
         log.exception("ops refresh %s failed", request_id)
         save_state({**state, "state": "failed", "finishedAt": now_iso(), "error": type(exc).__name__})

@@ -175,3 +175,75 @@ def test_breaker_and_budget_report_this_process_state(ops_cfg, client, db):
     assert breaker["state"] == "closed" and breaker["threshold"] == ops_cfg.eco.graphql_breaker_failures
     budget = client.get("/api/ops/upstream/rate-limit", **_bearer(TOKEN)).json()
     assert budget["budgetBurst"] == ops_cfg.eco.rate_limit.anonymous_burst and budget["identity"] == "anonymous"
+
+
+def test_the_location_subtrees_are_refreshed_only_when_named_and_after_the_locations_catalog(ops_cfg, client, db,
+                                                                                              monkeypatch):
+    monkeypatch.setattr(ops_api, "dispatch", lambda _id: None)
+    default = client.post("/api/ops/refreshes", {}, content_type="application/json", **_bearer(TOKEN)).json()
+    assert default["catalogs"] == ["products", "sites", "releases", "locations"]
+    both = client.post("/api/ops/refreshes", {"catalogs": ["subtrees", "locations"]}, content_type="application/json",
+                       **_bearer(TOKEN))
+    assert both.status_code == 202 and both.json()["catalogs"] == ["locations", "subtrees"]
+    every = ["products", "sites", "releases", "locations", "subtrees"]
+    assert client.post("/api/ops/refreshes", {"catalogs": every}, content_type="application/json",
+                       **_bearer(TOKEN)).json()["catalogs"] == every
+
+
+@pytest.mark.parametrize(("asked", "catalog_task_calls", "ran"), [
+    (["subtrees"], [], ["subtrees"]),  # no catalog refresh: an empty list would read as "every catalog"
+    (["locations", "subtrees"], [["locations"]], ["locations", "subtrees"]),
+])
+def test_the_worker_runs_the_named_catalogs_then_the_subtree_walk(asked, catalog_task_calls, ran, ops_cfg, client,
+                                                                  db, monkeypatch):
+    from eco_service import tasks
+
+    monkeypatch.setattr(ops_api, "dispatch", lambda _id: None)
+    calls: list[list[str]] = []
+
+    def fake_catalogs(**kwargs):
+        calls.append(kwargs["catalogs"])
+        return [{"catalog": c, "ok": True} for c in kwargs["catalogs"]]
+
+    monkeypatch.setattr("catalog.tasks.refresh_catalogs_task", fake_catalogs)
+    monkeypatch.setattr("catalog.tasks.refresh_location_subtrees_task",
+                        lambda trigger: {"catalog": "subtrees", "ok": False, "error": f"skipped ({trigger})"})
+    rid = client.post("/api/ops/refreshes", {"catalogs": asked}, content_type="application/json",
+                      **_bearer(TOKEN)).json()["id"]
+    tasks.ops_refresh_task(rid)
+    state = client.get(f"/api/ops/refreshes/{rid}", **_bearer(TOKEN)).json()
+    assert calls == catalog_task_calls and [o["catalog"] for o in state["outcomes"]] == ran
+    assert state["state"] == "failed" and state["error"] == "subtrees: skipped (ops)"
+
+
+def _finished(client: Client, body: dict) -> dict:
+    resp = client.post("/api/ops/refreshes", body, content_type="application/json", **_bearer(TOKEN))
+    assert resp.status_code == 202, resp.content
+    deadline = time.monotonic() + 120  # a bound against a hang, not a timing claim
+    while (state := client.get(f"/api/ops/refreshes/{resp.json()['id']}", **_bearer(TOKEN)).json())["state"] in (
+            "queued", "running"):
+        assert time.monotonic() < deadline, state
+        time.sleep(0.1)
+    return state
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_broker_a_queued_subtree_walk_runs_in_process_and_the_catalogs_report_its_progress(
+        sim, active_config, client):
+    from catalog.models import LocationNodeRow, LocationRow
+
+    active_config(_cfg(ECO_MCP_ECO__BASE_URL=sim.base_url, ECO_MCP_ECO__GRAPHQL_URL=sim.graphql_url))
+    assert _finished(client, {"catalogs": ["locations"]})["state"] == "succeeded"
+    LocationRow.objects.filter(location_type="SITE").exclude(name__in=("BART", "HARV")).delete()  # a short walk
+    state = _finished(client, {"catalogs": ["subtrees"]})
+    assert state["state"] == "succeeded", state
+    [outcome] = state["outcomes"]
+    assert outcome["catalog"] == "subtrees" and outcome["rows"] == LocationNodeRow.objects.count() > 2
+    fresh = {c["catalog"]: c for c in client.get("/api/ops/catalogs", **_bearer(TOKEN)).json()["catalogs"]}
+    assert list(fresh) == ["products", "sites", "releases", "locations", "subtrees"]
+    assert fresh["subtrees"]["rows"] == outcome["rows"] and fresh["subtrees"]["restBase"] == sim.base_url
+    assert (fresh["subtrees"]["sitesDone"], fresh["subtrees"]["sitesTotal"], fresh["subtrees"]["refreshing"]) == (
+        2, 2, False)
+    assert fresh["locations"]["sitesDone"] is None  # the progress belongs to the walk alone
+    log = client.get("/api/ops/refresh-log?catalog=subtrees", **_bearer(TOKEN)).json()
+    assert [(e["catalog"], e["trigger"], e["ok"]) for e in log["items"]] == [("subtrees", "ops", True)]
