@@ -10,11 +10,11 @@ both are printed, so a failure replays with ECO_FUZZ_SEED=<seed>. bench/bench_fu
 from __future__ import annotations
 
 from tests.reliability.conftest import fresh_token, serve_http
-from tests.reliability.fuzzing import vocabulary
 from tests.reliability.oracle import fuzz_client, rotating_seed, save_report
+from tests.reliability.sim_vocabulary import vocabulary
 
 FIXED_SEED = 22_001
-CASES_PER_SEED = 600
+CASES_PER_SEED = 400
 INVALID_KINDS = {"wrong_type", "out_of_range", "unknown_key", "missing_required"}
 
 

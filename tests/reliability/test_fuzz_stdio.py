@@ -16,11 +16,11 @@ from mcp import Client
 from mcp.client.stdio import stdio_client
 
 from tests.reliability.conftest import fresh_token, stdio_params
-from tests.reliability.fuzzing import vocabulary
 from tests.reliability.oracle import fuzz_client, rotating_seed, save_report
+from tests.reliability.sim_vocabulary import vocabulary
 
 FIXED_SEED = 22_002
-CASES_PER_SEED = 400
+CASES_PER_SEED = 600
 INVALID_KINDS = {"wrong_type", "out_of_range", "unknown_key", "missing_required"}
 
 
