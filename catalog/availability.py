@@ -8,15 +8,18 @@ release (one cached request). `shape_row` then applies the provisional filter an
 window locally and renders the chosen format.
 
     await get_availability(idx=, client=, product=, site=, ...) -> Answer[AvailabilityRecord]
-    await product_cells(idx, code, release=, client=)  -> {siteCode: cell}
-    await site_cells(idx, code, release=, client=)     -> {productCode: (title, cell)}
+    await product_cells(idx, code, release=, client=)  -> {siteCode: parsed cell}
+    await site_cells(idx, code, release=, client=)     -> {productCode: (title, parsed cell)}
     shape_row(cell, provisional=, start=, end=, fmt=)   -> RowData | None
+    shape_intervals(parsed, provisional=, ...)          -> the same from month-index intervals
     totals(rows)                                        -> AvailabilityTotals over every row
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
@@ -34,6 +37,8 @@ if TYPE_CHECKING:
 UNSPECIFIED = "UNSPECIFIED"
 
 Cell = dict[str, list[str]]
+# A cell as month-index intervals per release: what the catalog index holds, what shaping works on.
+Parsed = Mapping[str, Sequence[Interval]]
 Format = Literal["ranges", "months", "counts"]
 Provisional = Literal["include", "exclude", "only"]
 Mode = Literal["product", "site", "cell"]
@@ -109,21 +114,25 @@ def cell_from_upstream(available_releases: list[Any], available_months: list[str
     return cell
 
 
-async def product_cells(idx: CatalogIndex, code: str, *, release: str | None, client: UpstreamClient) -> dict[str, Cell]:
+def _parsed(cell: Cell) -> Parsed:
+    return {rel: _intervals(ranges) for rel, ranges in cell.items()}
+
+
+async def product_cells(idx: CatalogIndex, code: str, *, release: str | None, client: UpstreamClient) -> dict[str, Parsed]:
     if release is None:
-        return {site: dict(c.ranges) for site, c in idx.by_code[code].cells.items()}
+        return {site: c.by_release for site, c in idx.by_code[code].cells.items()}
     record = await client.product(code, release=release)
-    return {s.site_code: cell_from_upstream(s.available_releases, s.available_months, release)
+    return {s.site_code: _parsed(cell_from_upstream(s.available_releases, s.available_months, release))
             for s in record.site_codes}
 
 
 async def site_cells(idx: CatalogIndex, site: str, *, release: str | None,
-                     client: UpstreamClient) -> dict[str, tuple[str | None, Cell]]:
+                     client: UpstreamClient) -> dict[str, tuple[str | None, Parsed]]:
     if release is None:
-        return {p.code: (p.name, dict(p.cells[site].ranges)) for p in idx.products if site in p.cells}
+        return {p.code: (p.name, p.cells[site].by_release) for p in idx.products if site in p.cells}
     record = await client.site(site, release=release)
     return {d.data_product_code: (d.data_product_title,
-                                  cell_from_upstream(d.available_releases, d.available_months, release))
+                                  _parsed(cell_from_upstream(d.available_releases, d.available_months, release)))
             for d in record.data_products}
 
 
@@ -135,8 +144,14 @@ def _intervals(ranges: list[str]) -> list[Interval]:
     return out
 
 
+# Month texts are rendered thousands of times a call (a product at 81 sites) from a few hundred
+# distinct months: formatting them was the largest part of eco_get_availability. Bounded anyway.
+_month = lru_cache(maxsize=8192)(months.month_from_index)
+
+
 def _text(ivs: tuple[Interval, ...]) -> list[str]:
-    return [f"{months.month_from_index(a)}/{months.month_from_index(b)}" for a, b in ivs]
+    m = _month
+    return [f"{m(a)}/{m(b)}" for a, b in ivs]
 
 
 def _count(ivs: tuple[Interval, ...]) -> int:
@@ -144,25 +159,33 @@ def _count(ivs: tuple[Interval, ...]) -> int:
 
 
 def _every(ivs: tuple[Interval, ...]) -> list[str]:
-    return [months.month_from_index(k) for a, b in ivs for k in range(a, b + 1)]
+    m = _month
+    return [m(k) for a, b in ivs for k in range(a, b + 1)]
 
 
 def shape_row(cell: Cell, *, provisional: Provisional, start: str | None, end: str | None,
               fmt: Format) -> RowData | None:
     """The cell filtered (provisional, window) and rendered; None when nothing is left.
     Works on integer month intervals: a product at 81 sites is thousands of months."""
+    return shape_intervals(_parsed(cell), provisional=provisional, start=start, end=end, fmt=fmt)
+
+
+def shape_intervals(parsed: Parsed, *, provisional: Provisional, start: str | None,
+                    end: str | None, fmt: Format) -> RowData | None:
+    """`shape_row` of a cell already parsed to month-index intervals (the catalog index holds
+    them so: parsing its ISO texts again was a third of a product-mode call)."""
     lo = months.month_index(start) if start else -1
     hi = months.month_index(end) if end else 10**9
     kept: dict[str, tuple[Interval, ...]] = {}
-    for rel, ranges in sorted(cell.items()):
+    for rel in sorted(parsed):
         if (provisional == "exclude" and rel == PROVISIONAL) or (provisional == "only" and rel != PROVISIONAL):
             continue
-        clipped = merge([(max(a, lo), min(b, hi)) for a, b in _intervals(ranges) if a <= hi and b >= lo])
+        clipped = merge([(max(a, lo), min(b, hi)) for a, b in parsed[rel] if a <= hi and b >= lo])
         if clipped:
             kept[rel] = clipped
     if not kept:
         return None
-    every = merge([iv for ivs in kept.values() for iv in ivs])
+    every = merge([iv for ivs in kept.values() for iv in ivs]) if len(kept) > 1 else next(iter(kept.values()))
     counts = {rel: _count(ivs) for rel, ivs in kept.items()}
     by_release: dict[str, Any]
     if fmt == "ranges":
@@ -174,8 +197,8 @@ def shape_row(cell: Cell, *, provisional: Provisional, start: str | None, end: s
     return RowData(
         month_count=_count(every),
         provisional_month_count=counts.get(PROVISIONAL, 0),
-        first_month=months.month_from_index(every[0][0]),
-        last_month=months.month_from_index(every[-1][1]),
+        first_month=_month(every[0][0]),
+        last_month=_month(every[-1][1]),
         ranges=_text(every) if fmt == "ranges" else None,
         months=_every(every) if fmt == "months" else None,
         by_release=by_release,
@@ -272,7 +295,7 @@ async def get_availability(
     shaped: list[tuple[str, str | None, RowData]] = []
     for key in sorted(keyed):
         name, cell = keyed[key]
-        data = shape_row(cell, provisional=provisional, start=start_month, end=end_month, fmt=fmt)
+        data = shape_intervals(cell, provisional=provisional, start=start_month, end=end_month, fmt=fmt)
         if data is not None:
             shaped.append((key, name, data))
     if wanted is not None:
