@@ -26,6 +26,16 @@ def compact_size(payload: Any) -> int:
     return len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str).encode())
 
 
+def encode(payload: Any) -> str:
+    """The compact JSON text of a result: what its text content carries and what the budget measures."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def encoded_size(text: str) -> int:
+    # UTF-8 bytes; an ASCII-only text (most results) is its length, known without encoding it.
+    return len(text) if text.isascii() else len(text.encode())
+
+
 def _page_key(list_key: str, page_lists: Mapping[str, str], payload: dict[str, Any]) -> str | None:
     for candidate in (page_lists.get(list_key), f"{list_key}Page"):
         if candidate and isinstance(payload.get(candidate), dict):
@@ -42,6 +52,26 @@ def offset_argument(list_key: str, offset_fields: Iterable[str]) -> str | None:
         if f != "offset" and f.endswith("_offset") and set(f[: -len("_offset")].split("_")) <= words:
             return f
     return "offset" if "offset" in fields else None
+
+
+def fit_encoded(
+    payload: dict[str, Any],
+    *,
+    max_bytes: int,
+    hard_max_bytes: int,
+    page_lists: Mapping[str, str] | None = None,
+    tool: str | None = None,
+    arguments: Mapping[str, Any] | None = None,
+    offset_fields: Iterable[str] = (),
+) -> tuple[dict[str, Any], str | None]:
+    """`fit`, plus the returned payload's compact JSON (`encode`) when it was made on the way:
+    a result that fits (nearly all) is serialized once, for the measure and for the text content.
+    None after a trim: the caller encodes the trimmed payload."""
+    text = encode(payload)
+    if encoded_size(text) <= max_bytes:
+        return payload, text
+    return fit(payload, max_bytes=max_bytes, hard_max_bytes=hard_max_bytes, page_lists=page_lists, tool=tool,
+               arguments=arguments, offset_fields=offset_fields), None
 
 
 def fit(

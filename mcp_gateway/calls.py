@@ -72,7 +72,9 @@ def internal_error(spec_name: str) -> EcoError:
     )
 
 
-def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> dict[str, Any]:
+def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> tuple[dict[str, Any], str | None]:
+    """The payload as sent (envelope completed, fitted to the byte budget) and its compact JSON
+    when the budget check already made it (None: not made yet)."""
     if not isinstance(out, spec.output_model):
         # A handler returning anything else is a bug; validating a dict keeps it loud.
         out = spec.output_model.model_validate(out)
@@ -91,7 +93,7 @@ def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: A
         if endpoint not in payload["source"]["endpoints"]:
             payload["source"]["endpoints"].append(endpoint)
     fields = type(args).model_fields
-    return budget.fit(
+    return budget.fit_encoded(
         payload,
         max_bytes=call.cfg.limits.hard_max_result_bytes if getattr(spec, "fits_own_budget", False)
         else call.cfg.limits.max_result_bytes,
@@ -154,8 +156,7 @@ async def _execute(
             out = await spec.handler(args, call)
             # A secret echoed back by an argument or an upstream text is masked in string values,
             # inside the error handling: masking can never surface as a protocol error.
-            payload = redact.scrub_values(_finish(spec, args, out, call, acct))
-            text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+            payload, text = _scrubbed(*_finish(spec, args, out, call, acct))
         except InputNeeded as ask:
             if not call.can_ask:
                 return error_result(ask.fallback, _meta(acct, extra_meta))
@@ -171,6 +172,24 @@ async def _execute(
         is_error=False,
         _meta=_meta(acct, extra_meta),
     )
+
+
+def _scrubbed(payload: dict[str, Any], text: str | None) -> tuple[dict[str, Any], str]:
+    """The payload with secrets masked in its string values, and its compact JSON. The text made
+    for the budget is reused when masking cannot change anything: no secret occurs in it. A
+    string value appears in compact JSON verbatim unless it holds a quote, a backslash or a
+    control character, so that test is exact only for secrets free of those; any other secret
+    takes the walk."""
+    if text is not None:
+        secrets = redact.known_secrets()  # every secret an answer could be masked for, and more
+        if not secrets or all(_verbatim_in_json(s) and s not in text for s in secrets):
+            return payload, text
+    payload = redact.scrub_values(payload)
+    return payload, budget.encode(payload)
+
+
+def _verbatim_in_json(s: str) -> bool:
+    return '"' not in s and "\\" not in s and all(c >= " " for c in s)
 
 
 def _input_required(ask: InputNeeded, meta: dict[str, Any]) -> types.InputRequiredResult:
