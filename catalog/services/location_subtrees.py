@@ -13,7 +13,9 @@ request). Upstream cost: one REST request per site (81) plus ceil(nodes / 1000) 
 Why a task of its own and not part of `refresh_catalogs`: the four catalogs cost 4-5 requests
 and are refreshed every `cache.ttl_s.catalog`; this walk costs ~90, so it runs on the
 `cache.ttl_s.locations` interval (Celery beat entry "eco: refresh location subtrees", created by
-catalog.schedule) or when asked (admin "Refresh now" on the subtrees row).
+catalog.schedule); without a broker, in the background of the serving process (after the HTTP
+start's prewarm, and ahead of expiry: catalog.services.warm); or when asked (admin "Refresh now"
+on the subtrees row, `eco_catalog_refresh --catalog subtrees`, the ops API's POST refreshes).
 
 All or nothing, like the other catalogs: the new subtrees replace the stored ones in one
 transaction only when every site and every record batch answered; a failed site, a failed

@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.db import connection
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from catalog.models import CatalogRefresh, ProductRow, SiteRow
+from catalog.models import SUBTREES, CatalogRefresh, CatalogState, LocationNodeRow, LocationRow, ProductRow, SiteRow
 from catalog.schedule import PERIODIC_TASK_NAME, ensure_refresh_schedule
 from catalog.tasks import TASK_NAME, refresh_catalogs_task
 from tests.catalog.conftest import _wipe
@@ -60,6 +60,34 @@ def test_refresh_command_json_and_failure_exit_status(db, sim_cfg, fresh_sim, fr
     assert exc.value.code == 1
     body = json.loads(capsys.readouterr().out)
     assert body["catalogs"][0]["ok"] is False and "503" in body["catalogs"][0]["error"]
+
+
+def test_refresh_command_leaves_the_subtrees_out_unless_named(db, sim_cfg, fresh_sim, fresh_index, capsys):
+    fresh_sim.faults.add("status", route=r".", status=400)  # every catalog fails at once (no retries)
+    with pytest.raises(SystemExit):
+        call_command("eco_catalog_refresh", "--json")
+    body = json.loads(capsys.readouterr().out)
+    assert [o["catalog"] for o in body["catalogs"]] == ["products", "sites", "releases", "locations"]
+    assert fresh_sim.requests.count(r"^/api/v0/locations/[A-Z]{4}$") == 0
+
+
+def test_refresh_command_walks_the_subtrees_when_named_after_a_locations_catalog_named_with_them(
+        db, sim_cfg, fresh_sim, fresh_index, capsys):
+    fresh_sim.faults.add("status", route=r"^/api/v0/locations/[A-Z]{4}$", status=400)  # any site's subtree
+    with pytest.raises(SystemExit):
+        call_command("eco_catalog_refresh", "--catalog", "subtrees", "--catalog", "locations", "--json")
+    body = json.loads(capsys.readouterr().out)
+    assert [(o["catalog"], o["ok"]) for o in body["catalogs"]] == [("locations", True), ("subtrees", False)]
+    assert "400" in body["catalogs"][1]["error"]
+    # The walk started on the SITE rows the locations refresh had just built.
+    assert CatalogState.objects.get(catalog=SUBTREES).progress_total == 81
+    fresh_sim.faults.clear()
+    LocationRow.objects.filter(location_type="SITE").exclude(name__in=("BART", "HARV")).delete()  # a short walk
+    call_command("eco_catalog_refresh", "--catalog", "subtrees")
+    out = capsys.readouterr().out
+    nodes = LocationNodeRow.objects.count()
+    assert f"subtrees   ok      source=rest+gql rows={nodes} " in out and nodes > 2 and "total: requests=" in out
+    assert CatalogRefresh.objects.filter(catalog=SUBTREES, ok=True).get().trigger == "command"
 
 
 @pytest.mark.slow
