@@ -39,6 +39,7 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 KINDS = ("valid", "camel_case", "hostile", "wrong_type", "out_of_range", "unknown_key", "missing_required")
+INVALID_KINDS = frozenset({"wrong_type", "out_of_range", "unknown_key", "missing_required"})
 # Valid arguments are what an agent mostly sends: they take about half of the cases.
 KIND_WEIGHTS = {"valid": 8, "camel_case": 2, "hostile": 4, "wrong_type": 2, "out_of_range": 2,
                 "unknown_key": 1, "missing_required": 1}

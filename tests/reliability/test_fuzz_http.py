@@ -9,19 +9,20 @@ both are printed, so a failure replays with ECO_FUZZ_SEED=<seed>. bench/bench_fu
 
 from __future__ import annotations
 
+from mcp import Client
+
+from mcp_gateway.registry import default_registry
 from tests.reliability.conftest import fresh_token, serve_http
+from tests.reliability.fuzzing import INVALID_KINDS
 from tests.reliability.oracle import fuzz_client, rotating_seed, save_report
 from tests.reliability.sim_vocabulary import vocabulary
 
 FIXED_SEED = 22_001
 CASES_PER_SEED = 400
-INVALID_KINDS = {"wrong_type", "out_of_range", "unknown_key", "missing_required"}
 
 
 async def test_every_tool_listed_over_http_answers_fuzzed_arguments_with_a_valid_result_or_a_spec_error(
         sim, sim_data_dir, redis_url, tmp_path):
-    from mcp import Client
-
     seeds = [FIXED_SEED, rotating_seed()]
     print(f"fuzz seeds over HTTP: {seeds} (replay the second with ECO_FUZZ_SEED={seeds[1]})")
     env = {**sim_data_dir.env, "REDIS_URL": redis_url, "ECO_TOKEN": fresh_token(sim),
@@ -38,6 +39,9 @@ async def test_every_tool_listed_over_http_answers_fuzzed_arguments_with_a_valid
     save_report(tally, "http")
     assert not tally.failures, tally.report()
     assert tally.calls == 2 * CASES_PER_SEED
-    assert "eco_download_files" not in listed  # stdio only: fuzzed in test_fuzz_stdio
+    # Every tool the registry declares for HTTP, so a tool registered tomorrow is fuzzed too;
+    # eco_download_files is stdio only (fuzzed in test_fuzz_stdio).
+    assert listed == {s.name for s in default_registry().listed(http=True)}
+    assert "eco_download_files" not in listed
     kinds = {tool: {k for (t, k) in tally.by_tool_kind if t == tool} for tool in listed}
     assert [t for t, k in kinds.items() if "valid" not in k or not k & INVALID_KINDS] == []
