@@ -86,24 +86,67 @@ def _catalog(raw: dict[str, Any], breaker: dict[str, Any]) -> CatalogStatus:
 DOWNLOAD_TOOL = "eco_download_files"
 
 
+# Whether each registry lists the download tool per transport; a registry's tools are fixed
+# when it is built, so the answer is too (the last registry asked, at most two entries).
+_download_listed: tuple[Any, dict[bool, bool]] = (None, {})
+
+
 def downloads_enabled(call: CallContext) -> bool:
     """Downloads are enabled for this caller only when the setting allows them AND the download
     tool is listed on this call's transport (it is stdio-only): over HTTP an agent told `true`
     would reach for a tool it cannot call."""
-    listed = {s.name for s in default_registry().listed(http=call.transport == "http")}
-    return call.cfg.downloads_enabled and DOWNLOAD_TOOL in listed
+    global _download_listed
+    registry, http = default_registry(), call.transport == "http"
+    if _download_listed[0] is not registry:
+        _download_listed = (registry, {})
+    known = _download_listed[1]
+    if http not in known:
+        known[http] = DOWNLOAD_TOOL in {s.name for s in registry.listed(http=http)}
+    return call.cfg.downloads_enabled and known[http]
+
+
+# A ping without check_api reports what it was given: under load most pings in a row are given
+# the same (the catalog status is re-read once a second; rate limit, cache and breaker move only
+# with upstream traffic), and building and validating the report was most of the tool's own time.
+# The last report is reused while every input is the same; it is never changed after it is built.
+_last: tuple[tuple[Any, ...], PingOutput] | None = None
+
+
+def _reusable(key: tuple[Any, ...]) -> PingOutput | None:
+    if _last is None:
+        return None
+    old, out = _last
+    # The configuration and the catalog status by identity (the status dict is replaced, not
+    # edited, when it is re-read); the rest are small plain values compared by value.
+    if old[0] is key[0] and old[1] is key[1] and old[2:] == key[2:]:
+        return out
+    return None
 
 
 async def ping(args: PingInput, call: CallContext) -> PingOutput:
+    global _last
     cfg = call.cfg
     downloads = downloads_enabled(call)
     client = ports.upstream_client()
-    catalog = _catalog(await health.catalog_status(cfg), client.breaker_state())
-    api = None
-    if args.check_api:
-        probe = await health.api_check(client, cfg, token_configured=call.token_configured)
-        api = ApiCheck.model_validate(probe.report())
-    rate = RateLimitInfo.model_validate(client.rate_limit_info())
+    status = await health.catalog_status(cfg)
+    breaker = client.breaker_state()
+    if not args.check_api:
+        key = (cfg, status, breaker, client.rate_limit_info(), client.cache_info(), downloads, call.protocol_version,
+               call.transport, call.token_configured, call.token_source)
+        out = _reusable(key)
+        if out is None:
+            out = _report(call, downloads, _catalog(status, breaker), key[3], key[4], None)
+            _last = (key, out)
+        return out
+    probe = await health.api_check(client, cfg, token_configured=call.token_configured)
+    api = ApiCheck.model_validate(probe.report())
+    return _report(call, downloads, _catalog(status, breaker), client.rate_limit_info(), client.cache_info(), api)
+
+
+def _report(call: CallContext, downloads: bool, catalog: CatalogStatus, rate_raw: dict[str, Any],
+            cache_raw: dict[str, Any], api: ApiCheck | None) -> PingOutput:
+    cfg = call.cfg
+    rate = RateLimitInfo.model_validate(rate_raw)
     steps = []
     if not catalog.ready:
         steps.append(NextStep(tool="eco_ping", arguments={"check_api": True}, why="Check that the upstream API answers."))
@@ -118,7 +161,7 @@ async def ping(args: PingInput, call: CallContext) -> PingOutput:
         api_base_url=cfg.eco.base_url,
         graphql_url=cfg.eco.graphql_url,
         catalog=catalog,
-        cache=CacheInfo.model_validate(client.cache_info()),
+        cache=CacheInfo.model_validate(cache_raw),
         rate_limit=rate if rate.limit is not None or rate.remaining is not None else None,
         api=api,
         next_steps=steps,
