@@ -110,6 +110,13 @@ def _source_of(req: Request) -> Source:
 
 async def make_plan(*, idx: CatalogIndex, client: UpstreamClient, cfg: EcoConfig, req: Request) -> Plan:
     source = _source_of(req)
+    # The sites cap (the schema's maxItems, from limits.max_sites_per_call) holds whatever the
+    # source: a prototype or document call must not take, and silently ignore, more site codes
+    # than a data call may. Refused as downloads.files.select refuses a data call's.
+    cap = cfg.limits.max_sites_per_call
+    if req.site_codes is not None and len(req.site_codes) > cap:
+        raise EcoError("query_too_large", f"site_codes: {len(req.site_codes)} sites, at most {cap} per call",
+                       details={"field": "site_codes", "sites": len(req.site_codes), "maxSites": cap})
     base = paths.subdir(req.dest_subdir)
     root = cfg.download_dir
     # The named sub-directory is checked before any request: a refusal costs nothing upstream.
