@@ -1,26 +1,32 @@
 """Fuzzed tool arguments, drawn from each tool's published `inputSchema` (what a real MCP client
 reads in tools/list), so a tool registered tomorrow is fuzzed without anyone writing a line.
 
-    cases(tools, count, seed, vocabulary) -> [Case(tool, kind, arguments, field, valid), ...]
+    cases(tools, count, seed, vocabulary) -> [Case(tool, kind, arguments, field, bad_fields), ...]
 
-Kinds of case:
-- `valid`: every value from hypothesis-jsonschema's `from_schema` on the property's schema, half of
-  them swapped for a real catalog value of that property's name (`vocabulary`) when one fits the
-  schema, so calls reach past "not found" into the reads.
-- `camel_case`: a valid case with one snake_case key spelled in camelCase (the spec accepts both).
-- `hostile`: one string (or one array item) replaced by a hostile string: huge, RTL/emoji/combining
-  unicode, NUL, path traversal, SQL, shell, CRLF, format strings. Lone surrogates are left out:
-  the SDK client cannot encode them (UTF-8 JSON), so no MCP client can send them either.
+Valid arguments (valid_arguments) come in four shapes, evenly: any properties with values from
+hypothesis-jsonschema's `from_schema` on each property's schema (half of them swapped for a real
+value of that property from `vocabulary`, sim_vocabulary.py); real values wherever there are
+some; the required properties plus one optional one; and whole argument sets known to work
+(vocabulary[tool]: a few seeded, then the nextSteps of earlier successes, see oracle.fuzz_client).
+Each case is then one of these kinds:
+- `valid`: as drawn.
+- `camel_case`: one snake_case key spelled in camelCase (the spec accepts both).
+- `hostile`: one string (or one array item) replaced by a hostile string: huge (100 KB),
+  RTL/emoji/combining unicode, NUL, path traversal, SQL, shell, CRLF, format strings. Lone
+  surrogates are left out: the SDK client cannot encode them (UTF-8 JSON), so no MCP client can
+  send them either ("\\ud800" as text is in).
 - `wrong_type`, `out_of_range`, `unknown_key`, `missing_required`: one property made invalid.
 
-Whether a case is valid is decided by validating it against the inputSchema (after turning the
-camelCase key back), never by the kind alone: a hostile string within maxLength is a valid value.
+Whether a case is valid is decided by validating it against the inputSchema (after turning a
+camelCase key back), with patterns read as JSON Schema reads them (ECMA-262: \\d is [0-9]), never
+by its kind alone: a hostile string within maxLength is a valid value.
 
 Objects are composed here, property by property, rather than by `from_schema` on the whole
 schema: hypothesis-jsonschema 0.23.1's object strategy calls an internal hypothesis API that
 hypothesis 6.170 no longer has (`many.more`), and property-level strategies are also much faster
 to build. Generation is driven by `@given` with `@seed`, no example database and the generate
-phase only, so one seed always gives the same cases.
+phase only, several cases per example (the engine's cost per example is shared), so one seed
+always gives the same cases.
 """
 
 from __future__ import annotations
