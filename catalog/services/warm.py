@@ -33,8 +33,9 @@ at a time across processes (the walk's run lock). They are walked
   - ahead of expiry, like the catalogs: stored subtrees inside the last `cache.refresh_ahead` of
     their TTL, noticed by a location or catalog tool call (checked at most every
     SUBTREES_CHECK_S, so a call pays no database read for it in between). Missing ones are built
-    here only in a process that prewarmed (its start-up walk may have failed); elsewhere a
-    missing walk is the operator's (eco_catalog_refresh --catalog subtrees, the admin, the ops API).
+    here only in a process that prewarmed (its start-up walk may have failed) or, on stdio (which
+    has no start-up prewarm), when `cache.prewarm` is set; elsewhere a missing walk is the
+    operator's (eco_catalog_refresh --catalog subtrees, the admin, the ops API).
 A failed walk is not started again by this process for RETRY_AFTER_FAILURE_S.
 """
 
@@ -207,7 +208,9 @@ async def refresh_subtrees_ahead(cfg: EcoConfig | None = None, *, client: Catalo
         return None
     _subtrees_checked_at = now
     ahead = 0.0 if prewarm else cfg.cache.refresh_ahead
-    if not await sync_to_async(subtrees_due)(cfg, ahead=ahead, missing_too=_subtrees_wanted):
+    # stdio has no start-up prewarm: with prewarm set there, the first tool call starts the walk.
+    missing_too = _subtrees_wanted or (cfg.prewarm and not cfg.is_http)
+    if not await sync_to_async(subtrees_due)(cfg, ahead=ahead, missing_too=missing_too):
         return None
     trigger = "prewarm" if prewarm else "refresh-ahead"
     _subtrees = asyncio.get_running_loop().create_task(_walk_subtrees(_client(client), trigger),

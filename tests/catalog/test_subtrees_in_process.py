@@ -1,7 +1,7 @@
 """The location subtrees without a broker (catalog.services.warm): walked in a background task
 after the catalogs at an HTTP start that prewarms, refreshed ahead of their TTL when a tool call
 notices it, never waited for by the call that starts the walk, never started on a stdio start
-that does not prewarm, left to beat with a broker, and not retried at once after a failure.
+that does not prewarm (with prewarm set there, by the first tool call), left to beat with a broker, and not retried at once after a failure.
 Against the simulator, with a few of its sites so each walk stays short."""
 
 from __future__ import annotations
@@ -71,6 +71,16 @@ def test_a_stdio_start_without_prewarm_never_walks_missing_subtrees(two_sites, m
     assert not eco_cfg.prewarm
     assert _start_and_finish(eco_cfg, mini_client) == ([], None)
     assert not CatalogState.objects.filter(catalog=SUBTREES).exists() and mini_client.calls == []
+
+
+def test_on_stdio_with_prewarm_set_a_tool_calls_notice_walks_missing_subtrees_in_the_background(
+        two_sites, mini_client, fresh_sim):
+    cfg = eco_config.load_config(flags={"cache.prewarm": True}, env={
+        "ECO_MCP_ECO__BASE_URL": fresh_sim.base_url, "ECO_MCP_ECO__GRAPHQL_URL": fresh_sim.graphql_url}, warn=False)
+    assert not cfg.is_http and cfg.prewarm
+    seen, outcome = _start_and_finish(cfg, mini_client)
+    assert seen == [] and outcome is not None and outcome.ok
+    assert CatalogRefresh.objects.get(catalog=SUBTREES).trigger == "refresh-ahead"
 
 
 def test_stored_subtrees_inside_the_refresh_ahead_window_are_walked_again_in_the_background(
