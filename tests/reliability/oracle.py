@@ -64,22 +64,24 @@ def _output_validator(schema_text: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(json.loads(schema_text))
 
 
-def judge_result(case: Case, tool: Any, result: Any) -> Verdict:
-    """`tool` is the tools/list entry (inputSchema, outputSchema); `result` a CallToolResult."""
+def judge_result(case: Case, tool: Any, result: Any, *, output_checked: bool = False) -> Verdict:
+    """`tool` is the tools/list entry (inputSchema, outputSchema); `result` a CallToolResult.
+    `output_checked`: the caller already validated a success against the outputSchema."""
     body = result.structured_content
-    verdict = _judge(case, tool, result, body)
+    verdict = _judge(case, tool, result, body, output_checked)
     if verdict.problem is not None:
         verdict.answer = _short(body if body is not None else [c.model_dump() for c in result.content])
     return verdict
 
 
-def _judge(case: Case, tool: Any, result: Any, body: Any) -> Verdict:
+def _judge(case: Case, tool: Any, result: Any, body: Any, output_checked: bool) -> Verdict:
     answer = ""
     if not result.is_error:
         if not case.valid:
             return Verdict("success", f"schema-invalid arguments ({case.kind} {case.field!r}) were accepted", answer)
         try:
-            _output_validator(json.dumps(tool.output_schema, sort_keys=True)).validate(body)
+            if not output_checked:
+                _output_validator(json.dumps(tool.output_schema, sort_keys=True)).validate(body)
         except jsonschema.ValidationError as exc:
             return Verdict("success", f"structuredContent breaks the outputSchema: {exc.message[:300]}", answer)
         return Verdict("success", None, answer)
@@ -178,9 +180,10 @@ Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 async def run_cases(call: Call, tools: Mapping[str, Any], cases: Iterable[Case], *, seed: int, tally: Tally,
                     concurrency: int = 4, timeout_s: float = CALL_TIMEOUT_S,
-                    log_of: Callable[[str], str] | None = None) -> Tally:
+                    log_of: Callable[[str], str] | None = None, output_checked: bool = False) -> Tally:
     """Send every case through `call(name, arguments)` (one client session), `concurrency` in
-    flight, each bounded by `timeout_s`; judge each answer into `tally`."""
+    flight, each bounded by `timeout_s`; judge each answer into `tally`. `output_checked`: `call`
+    validates successes against the outputSchema itself (raising, which is a failure here)."""
     queue = list(cases)
     started = time.perf_counter()
 
@@ -196,7 +199,7 @@ async def run_cases(call: Call, tools: Mapping[str, Any], cases: Iterable[Case],
                 f"exception:{type(exc).__name__}"
             verdict = Verdict(outcome, f"{type(exc).__name__}: {str(exc)[:300]}", _short(getattr(error, "data", None)))
         else:  # judged outside the handlers: a bug of the judge is not the service's
-            verdict = judge_result(case, tools[case.tool], result)
+            verdict = judge_result(case, tools[case.tool], result, output_checked=output_checked)
             if verdict.outcome == "success" and verdict.problem is None:
                 _learn(tally, result.structured_content)
         tally.calls += 1
@@ -247,6 +250,8 @@ async def fuzz_client(client: Any, plan: Iterable[tuple[int, int]], vocabulary: 
     tally = Tally()
     for seed, count in plan:
         learned = {tool: [*vocabulary.get(tool, ()), *steps] for tool, steps in tally.next_steps.items()}
+        # The SDK's Client.call_tool validates every success against the outputSchema it listed
+        # (mcp.client.session.validate_tool_result) and raises on a mismatch: checked once, there.
         await run_cases(client.call_tool, tools, cases(schemas, count, seed, {**vocabulary, **learned}), seed=seed,
-                        tally=tally, concurrency=concurrency, log_of=log_of)
+                        tally=tally, concurrency=concurrency, log_of=log_of, output_checked=True)
     return tally, set(tools)
