@@ -210,7 +210,13 @@ async def refresh_subtrees_ahead(cfg: EcoConfig | None = None, *, client: Catalo
     ahead = 0.0 if prewarm else cfg.cache.refresh_ahead
     # stdio has no start-up prewarm: with prewarm set there, the first tool call starts the walk.
     missing_too = _subtrees_wanted or (cfg.prewarm and not cfg.is_http)
-    if not await sync_to_async(subtrees_due)(cfg, ahead=ahead, missing_too=missing_too):
+    try:
+        due = await sync_to_async(subtrees_due)(cfg, ahead=ahead, missing_too=missing_too)
+    except Exception:
+        # Background upkeep: a tool call that noticed it must not fail because of it.
+        log.warning("subtree refresh-ahead: could not read the subtrees' state", exc_info=True)
+        return None
+    if not due:
         return None
     trigger = "prewarm" if prewarm else "refresh-ahead"
     _subtrees = asyncio.get_running_loop().create_task(_walk_subtrees(_client(client), trigger),
