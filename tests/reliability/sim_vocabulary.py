@@ -42,7 +42,9 @@ def vocabulary(sim: Any) -> dict[str, list[Any]]:
         "dest_subdir": ["fuzz", "a/b"], "fields": ["collectDate", "siteID"], "max_bytes": [1, 1000, 50_000],
         "eco_graphql.query": ['{ products { productCode productName } }',
                               '{ site(siteCode: "HARV") { siteCode siteName } }', "{ __schema { types { name } } }",
-                              'mutation { x }', '{ nope }', "{ " * 20 + "}" * 20],
+                              'mutation { x }', '{ nope }', "{ " * 20 + "}" * 20,
+                              "query A { products { productCode } } query B { sites { siteCode } }"],
+        "operation_name": ["A", "B", "C"],
         "introspect_type": ["Site", "DataProduct", "Nope"],
         # Tools whose inputs exclude each other: one working call each to start from.
         "eco_get_availability": [{"product": "DP1.00041.001"}, {"site": "HARV"},

@@ -163,17 +163,22 @@ RULES: dict[str, tuple[Rule, ...]] = {
         _rule("query introspect_type", lambda a: _given(a, "query", "introspect_type") != 1,
               "spec, eco_graphql: a query, or one type to introspect"),
         _rule("query", _graphql_refused, "spec, eco_graphql: guard rails checked before the request"),
-        _rule("operation_name", lambda a: _given(a, "operation_name") == 1,
+        _rule("operation_name", lambda a: _given(a, "operation_name") == 1 and a["operation_name"] not in
+              _operation_names(a.get("query")),
               "spec: operation_name picks one operation of the query; a name it does not hold is malformed"),
+        _rule("operation_name", lambda a: _given(a, "operation_name") == 0 and len(_operation_names(a.get("query")))
+              > 1, "the inputSchema's description: operation_name is 'which operation to run when the query "
+              "holds several' (without it, which one is ambiguous)"),
     ),
     "eco_get_document": (
         _rule("spec_number url", lambda a: not _given(a, "spec_number", "url"),
               "spec, eco_get_document: a spec_number or a url"),
-        _rule("url spec_number", lambda a: _given(a, "url") == 1,
+        _rule("url spec_number", lambda a: _given(a, "url") == 1 and not _same_document(a),
               "spec: url is 'a documents URL on the upstream REST base' (any other is malformed; it must "
               "agree with spec_number)"),
-        _rule("pages", lambda a: _given(a, "pages") == 1,
-              "spec: pages are 'PDF pages such as a range or a single page' of the document"),
+        _rule("pages", lambda a: _given(a, "pages") == 1 and not re.fullmatch(r"1(-1)?", a["pages"].strip()),
+              "spec: pages are 'PDF pages such as a range or a single page' of the document: its first page "
+              "always exists; whether a later one does depends on the document"),
         _rule("char_offset", lambda a: (a.get("char_offset") or 0) > 0,
               "spec: char_offset continues a text; past its end it is malformed"),
     ),
@@ -201,6 +206,27 @@ RULES: dict[str, tuple[Rule, ...]] = {
             "spec, eco_search_taxonomy: taxon_type_code 'cannot be combined with any rank filter'"),
     ),
 }
+
+
+# The simulator's REST base as these suites run it (tests/reliability/conftest.py, bench_fuzz.py).
+SIM_DOCUMENT_URL = re.compile(r"http://127\.0\.0\.1:\d+/api/v0/documents/([^/?#\\]+)")
+
+
+def _same_document(args: Args) -> bool:
+    """A documents URL on the upstream's REST base, agreeing with spec_number when both are given."""
+    found = SIM_DOCUMENT_URL.fullmatch(args["url"].strip())
+    return found is not None and args.get("spec_number") in (None, found.group(1))
+
+
+def _operation_names(query: Any) -> set[str]:
+    import graphql
+
+    try:
+        doc = graphql.parse(query) if isinstance(query, str) else None
+    except graphql.GraphQLError:
+        return set()
+    return {d.name.value for d in doc.definitions if isinstance(d, graphql.OperationDefinitionNode) and d.name} \
+        if doc else set()
 
 
 def _bad_date(value: Any) -> bool:
