@@ -39,7 +39,10 @@ SPEC_ERROR_CODES = frozenset({
 })
 # In the table, but never a right answer to a call of a listed tool.
 NEVER = frozenset({"internal_error", "unknown_tool"})
-CALL_TIMEOUT_S = 30.0
+# A hang is a call with no answer in this long: the service's own bound on a call's upstream time
+# (eco.call_deadline_s, 30 s by default, then upstream_unavailable) plus room for the work around
+# it on a loaded machine. A bound at 30 s would race the service's deadline and call its answer a hang.
+CALL_TIMEOUT_S = 45.0
 
 
 @dataclass
