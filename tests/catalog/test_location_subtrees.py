@@ -5,14 +5,7 @@ and its freshness and progress in the admin and in eco_ping's catalog status."""
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import signal
-import subprocess
-import sys
-import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,7 +16,7 @@ from django.urls import reverse
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from catalog.models import SUBTREES, CatalogRefresh, CatalogState, LocationNodeRow, LocationRow
-from catalog.schedule import SUBTREES_PERIODIC_TASK_NAME, ensure_refresh_schedule
+from catalog.schedule import SUBTREES_PERIODIC_TASK_NAME
 from catalog.services import refresh_catalogs, run_lock
 from catalog.services.location_subtrees import RECORD_BATCH, pause_before_next, refresh_location_subtrees
 from catalog.status import catalog_status
@@ -31,6 +24,7 @@ from catalog.tasks import SUBTREES_TASK_NAME
 from mcp_gateway.calls import execute
 from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
+from tests.catalog.celery_worker import run_beat_entry
 from tests.catalog.conftest import MiniClient, _wipe
 from tests.conftest import IN_CI
 
@@ -289,49 +283,10 @@ def test_real_celery_worker_and_beat_run_the_scheduled_subtree_refresh(postgres_
     _wipe()
     client = MiniClient(fresh_sim.base_url, fresh_sim.graphql_url)
     assert all(o.ok for o in async_to_sync(refresh_catalogs)(("locations",), client=client))
-    queue = f"eco-test-{uuid.uuid4().hex[:8]}"
-    ensure_refresh_schedule()
-    PeriodicTask.objects.exclude(name=SUBTREES_PERIODIC_TASK_NAME).update(enabled=False)
-    task = PeriodicTask.objects.get(name=SUBTREES_PERIODIC_TASK_NAME)
-    # Beat fires the stored entry, routed to a queue only this test's worker listens on.
-    task.interval = IntervalSchedule.objects.create(every=2, period=IntervalSchedule.SECONDS)
-    task.queue = queue
-    task.save()
-    db = connection.settings_dict
-    env = dict(os.environ)
-    env.pop("REDIS_URL", None)
-    env.update(
-        DATABASE_URL=f"postgresql://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
-        CELERY_BROKER_URL=redis_url,
-        ECO_MCP_ECO__BASE_URL=fresh_sim.base_url,
-        ECO_MCP_ECO__GRAPHQL_URL=fresh_sim.graphql_url,
-        DJANGO_SETTINGS_MODULE="eco_service.settings",
+    output = run_beat_entry(
+        SUBTREES_PERIODIC_TASK_NAME, redis_url=redis_url, sim=fresh_sim, tmp_path=tmp_path,
+        done=lambda: CatalogRefresh.objects.filter(catalog=SUBTREES, trigger="beat").exists(),
     )
-    # The walk logs a line per request: into a file, since a full pipe would stall the worker.
-    log_path = tmp_path / "worker.log"
-    with log_path.open("w") as out:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "eco_service", "worker", "-B", "--pool=solo", "-Q", queue,
-             "--loglevel=INFO", "-n", f"{queue}@%h", "-s", str(tmp_path / "schedule")],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True,  # its own process group: -B's beat child goes down with it
-        )
-        try:
-            deadline = time.monotonic() + 150
-            while time.monotonic() < deadline and worker.poll() is None:
-                if CatalogRefresh.objects.filter(catalog=SUBTREES, trigger="beat").exists():
-                    break
-                time.sleep(1)
-        finally:
-            os.killpg(worker.pid, signal.SIGTERM)
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(worker.pid, signal.SIGKILL)
-                worker.wait()
-            with contextlib.suppress(ProcessLookupError):  # beat may outlive the worker's exit
-                os.killpg(worker.pid, signal.SIGKILL)
-    output = log_path.read_text()
     log = CatalogRefresh.objects.filter(catalog=SUBTREES, trigger="beat").first()
     assert log is not None and log.ok, (log and log.error, output[-4000:])
     assert LocationNodeRow.objects.filter(depth=0).count() == len(fresh_sim.world.sites)

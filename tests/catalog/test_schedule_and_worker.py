@@ -4,11 +4,6 @@ real worker + beat (Redis broker, the test database on PostgreSQL) runs the sche
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -19,6 +14,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from catalog.models import SUBTREES, CatalogRefresh, CatalogState, LocationNodeRow, LocationRow, ProductRow, SiteRow
 from catalog.schedule import PERIODIC_TASK_NAME, ensure_refresh_schedule
 from catalog.tasks import TASK_NAME, refresh_catalogs_task
+from tests.catalog.celery_worker import run_beat_entry
 from tests.catalog.conftest import _wipe
 from tests.conftest import IN_CI
 
@@ -92,48 +88,16 @@ def test_refresh_command_walks_the_subtrees_when_named_after_a_locations_catalog
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_real_celery_worker_and_beat_run_the_scheduled_refresh(postgres_url, redis_url, fresh_sim):
+def test_real_celery_worker_and_beat_run_the_scheduled_refresh(postgres_url, redis_url, fresh_sim, tmp_path):
     if connection.vendor != "postgresql":
         reason = "needs the test database on PostgreSQL (DATABASE_URL) so the worker process can see it"
         if IN_CI:
             pytest.fail(reason)
         pytest.skip(reason)
     _wipe()
-    queue = f"eco-test-{uuid.uuid4().hex[:8]}"
-    ensure_refresh_schedule()
-    PeriodicTask.objects.exclude(name=PERIODIC_TASK_NAME).update(enabled=False)
-    task = PeriodicTask.objects.get(name=PERIODIC_TASK_NAME)
-    # Beat fires the stored entry, routed to a queue only this test's worker listens on.
-    task.interval = IntervalSchedule.objects.create(every=2, period=IntervalSchedule.SECONDS)
-    task.queue = queue
-    task.save()
-    db = connection.settings_dict
-    env = dict(os.environ)
-    env.pop("REDIS_URL", None)
-    env.update(
-        DATABASE_URL=f"postgresql://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
-        CELERY_BROKER_URL=redis_url,
-        ECO_MCP_ECO__BASE_URL=fresh_sim.base_url,
-        ECO_MCP_ECO__GRAPHQL_URL=fresh_sim.graphql_url,
-        DJANGO_SETTINGS_MODULE="eco_service.settings",
+    output = run_beat_entry(
+        PERIODIC_TASK_NAME, redis_url=redis_url, sim=fresh_sim, tmp_path=tmp_path,
+        done=lambda: CatalogRefresh.objects.filter(trigger="beat", catalog="sites", ok=True).exists(),
     )
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "eco_service", "worker", "-B", "--pool=solo", "-Q", queue,
-         "--loglevel=INFO", "-n", f"{queue}@%h", "-s", f"/tmp/{queue}-schedule"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        deadline = time.monotonic() + 150
-        while time.monotonic() < deadline and worker.poll() is None:
-            if CatalogRefresh.objects.filter(trigger="beat", catalog="sites", ok=True).exists():
-                break
-            time.sleep(1)
-    finally:
-        worker.terminate()
-        try:
-            output, _ = worker.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            output, _ = worker.communicate()
     assert CatalogRefresh.objects.filter(trigger="beat", ok=True).exists(), output[-4000:]
     assert ProductRow.objects.count() > 150 and SiteRow.objects.count() == 81

@@ -1,7 +1,10 @@
 """A worker process for the shared-budget test: hammers the simulator through its own
 UpstreamClient for a while and prints the wall-clock send time of every request as JSON.
 
-    python -m tests.upstream.ratelimit_worker BASE_URL START_AT SECONDS BUCKETS [REDIS_URL PREFIX]
+    python -m tests.upstream.ratelimit_worker BASE_URL SECONDS BUCKETS [REDIS_URL PREFIX]
+
+Once set up it prints `ready` and reads the wall-clock start time from stdin, so two workers
+start together however long each took to import Django on a busy machine.
 
 BUCKETS is `redis` (the shared bucket) or `local` (each process on its own: the control).
 """
@@ -28,7 +31,7 @@ class StampingTransport(httpx.AsyncHTTPTransport):
         return await super().handle_async_request(request)
 
 
-async def main(base_url: str, start_at: float, seconds: float, buckets: str, redis_url: str, prefix: str) -> None:
+async def main(base_url: str, seconds: float, buckets: str, redis_url: str, prefix: str) -> None:
     from eco_core.config import load_config
     from eco_core.errors import EcoError
     from upstream.cache import UpstreamCache, locmem_backend
@@ -50,6 +53,8 @@ async def main(base_url: str, start_at: float, seconds: float, buckets: str, red
     client = UpstreamClient(cfg, transport=StampingTransport(stamps), ratelimiter=limiter,
                             cache=UpstreamCache(cfg.cache, backend=locmem_backend(10, f"w{os.getpid()}")))
     errors: list[str] = []
+    print("ready", flush=True)
+    start_at = float(await asyncio.to_thread(sys.stdin.readline))
     await asyncio.sleep(max(0.0, start_at - time.time()))
     deadline = start_at + seconds
 
@@ -69,4 +74,4 @@ if __name__ == "__main__":
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eco_service.settings")
     django.setup()
     args = sys.argv[1:]
-    asyncio.run(main(args[0], float(args[1]), float(args[2]), args[3], *(args[4:6] or ["", ""])))
+    asyncio.run(main(args[0], float(args[1]), args[2], *(args[3:5] or ["", ""])))

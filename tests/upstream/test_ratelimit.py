@@ -129,12 +129,18 @@ async def test_redis_bucket_hands_out_exactly_the_burst_to_concurrent_processes_
 
 
 def _run_workers(sim, redis_url: str, buckets: str, *, seconds: float = 3.0) -> list[dict]:
-    start_at = time.time() + 3.0  # both processes import Django first, then start together
     prefix = f"eco:test:rl:{uuid.uuid4().hex}:"
     env = {"PATH": "/usr/bin:/bin", "BURST": "18", "RPS": "4.5", "PYTHONPATH": str(ROOT), "REDIS_URL": ""}
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.upstream.ratelimit_worker", sim.base_url, str(start_at),
-                               str(seconds), buckets, redis_url, prefix], cwd=ROOT, env=env,
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.upstream.ratelimit_worker", sim.base_url,
+                               str(seconds), buckets, redis_url, prefix], cwd=ROOT, env=env, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for proc in procs:  # both set up (Django imported, client built) before either sends
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.stderr
+    start_at = time.time() + 0.3
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write(f"{start_at}\n")
+        proc.stdin.flush()
     outs = []
     for proc in procs:
         out, err = proc.communicate(timeout=60)
