@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -88,7 +89,7 @@ def overlaps(intervals: tuple[Interval, ...], lo: int, hi: int) -> bool:
     return any(a <= hi and b >= lo for a, b in intervals)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Cell:
     """One product at one site: merged month intervals overall and per release (PROVISIONAL too).
 
@@ -251,17 +252,49 @@ def _fuzzy(word: str, vocab: list[str]) -> list[tuple[str, float]]:
 
 # -- building ------------------------------------------------------------------------------
 
+class _Shared:
+    """One object for each equal value the index holds, so equal ones are stored once. The
+    cells of a catalog repeat the same few thousand month intervals, interval runs and ISO
+    range texts hundreds of thousands of times (the simulated catalog: 442,749 interval
+    references, 5,787 distinct): sharing them is most of the index's memory. Values are
+    immutable (ints, str, tuples of them), so sharing cannot be observed; lists and dicts stay
+    one per owner. Lives for one build only."""
+
+    def __init__(self) -> None:
+        self._values: dict[object, object] = {}
+
+    def intervals(self, ivs: tuple[Interval, ...]) -> tuple[Interval, ...]:
+        values = self._values
+        run = values.get(ivs)
+        if run is None:
+            run = tuple(values.setdefault(iv, iv) for iv in ivs)  # type: ignore[misc]
+            values[run] = run
+        return run  # type: ignore[return-value]
+
+    def by_key(self, runs: dict[str, tuple[Interval, ...]]) -> dict[str, tuple[Interval, ...]]:
+        return {sys.intern(k): self.intervals(v) for k, v in runs.items()}
+
+    def text(self, value: str) -> str:
+        return self._values.setdefault(value, value)  # type: ignore[return-value]
+
+    def codes(self, values: set[str]) -> frozenset[str]:
+        frozen = frozenset(values)
+        return self._values.setdefault(frozen, frozen)  # type: ignore[return-value]
+
+
 def _cell(product_code: str, site_code: str, ranges: dict[str, list[str]], first: str, last: str,
-          count: int) -> Cell:
-    by_release = {rel: parse_ranges(r) for rel, r in ranges.items()}
+          count: int, shared: _Shared | None = None) -> Cell:
+    shared = shared or _Shared()
+    ranges = {sys.intern(rel): [shared.text(r) for r in rs] for rel, rs in ranges.items()}
+    by_release = shared.by_key({rel: parse_ranges(r) for rel, r in ranges.items()})
     return Cell(
         product_code=product_code,
         site_code=site_code,
-        all=merge([iv for ivs in by_release.values() for iv in ivs]),
+        all=shared.intervals(merge([iv for ivs in by_release.values() for iv in ivs])),
         by_release=by_release,
         ranges=ranges,
-        first_month=first,
-        last_month=last,
+        first_month=shared.text(first),
+        last_month=shared.text(last),
         month_count=count,
     )
 
@@ -313,18 +346,20 @@ def _in_release(cell: Cell, cutoffs: dict[str, int], tags: frozenset[str] | None
 
 
 def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> CatalogIndex:
+    shared = _Shared()
     cells_by_product: dict[str, dict[str, Cell]] = {}
     rows = ProductSiteAvailabilityRow.objects.values_list(
         "product_code", "site_code", "by_release", "first_month", "last_month", "month_count")
     for row in rows.iterator(chunk_size=2000):
-        cells_by_product.setdefault(row[0], {})[row[1]] = _cell(*row)
+        code, site = sys.intern(row[0]), sys.intern(row[1])
+        cells_by_product.setdefault(code, {})[site] = _cell(code, site, row[2], row[3], row[4], row[5], shared=shared)
     release_rows = list(ReleaseRow.objects.all().order_by("tag"))
     cutoffs = release_cutoffs([c for cs in cells_by_product.values() for c in cs.values()],
                               {r.tag for r in release_rows})
     products: list[ProductEntry] = []
     for p in ProductRow.objects.all().order_by("product_code"):
         product_tags = frozenset(r["release"] for r in p.releases) or None
-        cells = {site: replace(c, in_release=_in_release(c, cutoffs, product_tags))
+        cells = {site: replace(c, in_release=shared.by_key(_in_release(c, cutoffs, product_tags)))
                  for site, c in cells_by_product.get(p.product_code, {}).items()}
         releases: dict[str, list[Interval]] = {}
         sites_by_release: dict[str, set[str]] = {}
@@ -360,13 +395,13 @@ def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catal
                 site_count=p.site_count,
                 first_month=p.first_month or None,
                 last_month=p.last_month or None,
-                all=merge([iv for c in cells.values() for iv in c.all]),
-                by_release={rel: merge(ivs) for rel, ivs in releases.items()},
+                all=shared.intervals(merge([iv for c in cells.values() for iv in c.all])),
+                by_release=shared.by_key({rel: merge(ivs) for rel, ivs in releases.items()}),
                 sites=frozenset(cells),
-                sites_by_release={rel: frozenset(s) for rel, s in sites_by_release.items()},
+                sites_by_release={rel: shared.codes(s) for rel, s in sites_by_release.items()},
                 cells=cells,
-                in_release={rel: merge(ivs) for rel, ivs in held.items()},
-                sites_in_release={rel: frozenset(s) for rel, s in sites_in_release.items()},
+                in_release=shared.by_key({rel: merge(ivs) for rel, ivs in held.items()}),
+                sites_in_release={rel: shared.codes(s) for rel, s in sites_in_release.items()},
             )
         )
     postings: dict[str, dict[int, float]] = {}
