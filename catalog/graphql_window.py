@@ -26,32 +26,20 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphql import (
-    FieldNode,
-    FragmentDefinitionNode,
-    FragmentSpreadNode,
-    GraphQLError,
-    GraphQLSchema,
-    InlineFragmentNode,
-    OperationDefinitionNode,
-    OperationType,
-    SelectionSetNode,
-    TypeInfo,
-    TypeInfoVisitor,
-    Visitor,
-    build_schema,
-    get_named_type,
-    graphql_sync,
-    is_object_type,
-    parse,
-    validate,
-    visit,
-)
-from graphql.pyutils import suggestion_list
-
+# graphql-core is imported where it is used, not here: every tools/list imports this module
+# (eco_graphql's tool declares its types from it), and importing graphql-core was the largest
+# avoidable part of stdio start-up (~0.2 s of ~1.7 s of imports, -X importtime).
 from eco_core.errors import EcoError
 
 if TYPE_CHECKING:
+    from graphql import (
+        FieldNode,
+        FragmentDefinitionNode,
+        GraphQLSchema,
+        OperationDefinitionNode,
+        SelectionSetNode,
+    )
+
     from upstream.client import UpstreamClient
 
 SCHEMA_FILE = Path(__file__).with_name("neon_schema.graphql")
@@ -77,6 +65,8 @@ class WindowSchema:
     schema: GraphQLSchema
 
     def root_type_name(self, root_field: str) -> str | None:
+        from graphql import get_named_type
+
         query_type = self.schema.query_type
         fdef = query_type.fields.get(root_field) if query_type else None
         return get_named_type(fdef.type).name if fdef else None
@@ -85,6 +75,8 @@ class WindowSchema:
 @lru_cache(maxsize=1)
 def window_schema() -> WindowSchema:
     """The allowed root fields and the parsed schema eco_graphql validates against."""
+    from graphql import build_schema
+
     schema = build_schema(SCHEMA_FILE.read_text(encoding="utf-8"))
     query_type = schema.query_type
     known = set(query_type.fields) if query_type else set()
@@ -158,6 +150,8 @@ def _fragment_cycle(fragments: dict[str, FragmentDefinitionNode]) -> list[str] |
 
 
 def _spreads(sel: SelectionSetNode | None) -> list[str]:
+    from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
+
     out: list[str] = []
     for s in sel.selections if sel else ():
         if isinstance(s, FragmentSpreadNode):
@@ -169,6 +163,8 @@ def _spreads(sel: SelectionSetNode | None) -> list[str]:
 
 def _root_fields(sel: SelectionSetNode, fragments: dict[str, FragmentDefinitionNode]) -> list[FieldNode]:
     """Root fields through fragments and inline fragments (cycles were refused before)."""
+    from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
+
     out: list[FieldNode] = []
     for s in sel.selections:
         if isinstance(s, FieldNode):
@@ -184,6 +180,8 @@ def _depth(sel: SelectionSetNode | None, fragments: dict[str, FragmentDefinition
            memo: dict[str, tuple[int, list[str]]]) -> tuple[int, list[str]]:
     """The deepest field chain below `sel` (fields count, fragments do not) and its path.
     A fragment's depth is computed once; cycles were refused before, so recursion ends."""
+    from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
+
     best: tuple[int, list[str]] = (0, [])
     for s in sel.selections if sel else ():
         if isinstance(s, FieldNode):
@@ -205,6 +203,9 @@ def _depth(sel: SelectionSetNode | None, fragments: dict[str, FragmentDefinition
 
 def check_query(query: str, *, operation_name: str | None, max_chars: int, max_depth: int) -> CheckedQuery:
     """The guard rails on the parsed document, then validation against the local schema."""
+    from graphql import FragmentDefinitionNode, GraphQLError, OperationDefinitionNode, OperationType, parse
+    from graphql.pyutils import suggestion_list
+
     if len(query) > max_chars:
         raise _bad(f"query is {len(query)} characters, above the limit of {max_chars} "
                    "(limits.graphql_max_query_chars)", length=len(query), limit=max_chars)
@@ -267,40 +268,13 @@ def check_query(query: str, *, operation_name: str | None, max_chars: int, max_d
 
 # -- local validation ----------------------------------------------------------------------
 
-class _UndefinedFields(Visitor):
-    """Unknown fields with their path, worded as graphql-java (NEON) words them."""
-
-    def __init__(self, type_info: TypeInfo) -> None:
-        super().__init__()
-        self.ti = type_info
-        self.stack: list[str] = []
-        self.errors: list[dict[str, Any]] = []
-        self.suggestions: list[str] = []
-
-    def enter_field(self, node: FieldNode, *_: Any) -> None:
-        name = node.name.value
-        self.stack.append(name)
-        parent = self.ti.get_parent_type()
-        if parent is None or self.ti.get_field_def() is not None or name.startswith("__"):
-            return
-        path = "/".join(self.stack)
-        loc = node.loc.source.get_location(node.loc.start) if node.loc else None
-        self.errors.append({
-            "message": f"Validation error (FieldUndefined@[{path}]) : Field '{name}' in type '{parent.name}' "
-                       "is undefined",
-            "locations": [{"line": loc.line, "column": loc.column}] if loc else [],
-            "extensions": {"classification": "ValidationError"},
-        })
-        fields = list(getattr(parent, "fields", {}) or {})
-        self.suggestions.extend(s for s in suggestion_list(name, fields)[:3] if s not in self.suggestions)
-
-    def leave_field(self, *_: Any) -> None:
-        self.stack.pop()
-
-
 def _validate(doc: Any, ws: WindowSchema) -> None:
+    from graphql import TypeInfo, TypeInfoVisitor, validate, visit
+
+    from catalog.graphql_fields import UndefinedFields
+
     ti = TypeInfo(ws.schema)
-    finder = _UndefinedFields(ti)
+    finder = UndefinedFields(ti)
     visit(doc, TypeInfoVisitor(ti, finder))
     errors = finder.errors
     if not errors:
@@ -340,6 +314,9 @@ async def run_query(client: UpstreamClient, checked: CheckedQuery, *, variables:
 async def describe_type(client: UpstreamClient, name: str, *, max_bytes: int) -> GraphQLAnswer:
     """One type as NEON's __type answers it: from the local schema when it has the type, else
     asked upstream (same rules as run_query); unknown to both is not_found with didYouMean."""
+    from graphql import graphql_sync, is_object_type
+    from graphql.pyutils import suggestion_list
+
     ws = window_schema()
     if name in ws.schema.type_map:
         result = graphql_sync(ws.schema, TYPE_QUERY, variable_values={"name": name})
