@@ -26,7 +26,8 @@ back; a call gets --call-timeout seconds, after which it counts as a hang ("time
 
 Printed: calls/s (answers inside the window), p50/p99 per tool, counts by outcome per tool (ok,
 each error code, jsonrpc_/http_/transport_ failures, timeout), the requests the simulator saw per
-identity against its limit over the service's lifetime (burst + rate x seconds) and its 429s,
+identity against its limit (burst + rate x seconds) over the service's lifetime and over the
+load alone, and its 429s,
 the resident memory of each worker (psutil, RSS incl. children) before and after, cores busy per
 process, and ERROR/Traceback lines in the service's log. Goals (issue 22): 0 outcomes other than
 ok and rate_limited; the simulator at <= 90 % of its limit on two workers; never a 429 reaching a
@@ -40,43 +41,47 @@ rebuilds the product and site catalogs on the event loop (catalog/services/warm.
 single-flight for first-use builds): 20 clients right after /readyz took 100-250 s a call and the
 worker grew to 1 GB. Reported to the lead; --warm-up-calls 0 shows it.
 
-Last figures (product at commit bac4f89; 2-core container shared with other engineers' test runs:
-CPU pressure /proc/pressure/cpu "some" ~98 % and load average ~7 throughout, the others using
-1.3-1.5 of the 2 cores, so these are the service starved, not its capacity):
+Last figures (product at commit bac4f89, 2-core container shared with other engineers' test
+runs). Run A, the box fairly quiet (load average 2.6-3.2, the others using 0.67 of the 2 cores):
 
   setup (60 s, 200 clients)          one worker, SQLite      two workers, PostgreSQL + Redis
-  calls/s (answers in the window)    36.4                    43.5
-  p50 / p99 over all calls           1014 / 21210 ms         506 / 25847 ms
-  outcomes                           ok 1965, rate_limited   ok 2441, rate_limited 364,
-                                     250, upstream_unavail.  upstream_unavailable 6 (busy)
-                                     169 (busy 144)
-  simulator during the load, anon.   172 of 346 = 49.6 %     290 of 345 = 84.0 %
-  simulator during the load, token   120 of 2586 = 4.6 %     191 of 2580 = 7.4 %
+  calls/s (answers in the window)    78.4                    62.9
+  p50 / p99 over all calls           139 / 15048 ms          260 / 17335 ms
+  outcomes                           ok 4187, rate_lim. 716  ok 3370, rate_limited 602
+  errors other than rate_limited     0                       0
+  simulator during the load, anon.   300 of 345 = 86.9 %     295 of 341 = 86.4 %
+  simulator during the load, token   345 of 2580 = 13.4 %    288 of 2566 = 11.2 %
   simulator 429 answers              0                       0
-  RSS per worker before -> after     220 -> 289 MB           227 -> 263, 300 -> 336 MB
-  cores busy: service / simulator    0.24 / 0.09             0.18 + 0.18 / 0.14
-  cores busy: load generator         0.14                    0.16
+  RSS per worker before -> after     220 -> 304 MB           303 -> 339, 227 -> 265 MB
+  cores busy: service / simulator    0.46 / 0.24             0.28 + 0.30 / 0.23
+  cores busy: load generator         0.19                    0.22
 
-Per tool (two workers; one worker alike): catalog-served tools answer at p50 220-400 ms
-(search_products 320, search_sites 312, get_availability 227, get_citation 219, list_releases
-395, ping 293) with no error; upstream-bound ones wait on the anonymous budget (180 + 1.8/s,
-10 % under the simulator's) that 200 agents oversubscribe: get_location p50 14.8 s (67 of 117
-rate_limited), find_locations 15.4 s (66 of 150), graphql 9.8 s (42 of 94), get_document 13.9 s
-(36 of 53), get_site 9.4 s (23 of 198). Token calls (list_files 3.5 s, get_sample 316 ms) are
-never rate-limited: 7 % of the token budget.
+Per tool (run A, one worker; two workers alike but slower, probably because each worker had
+about a third of a core and reads its catalog and cache over PostgreSQL and Redis, not profiled):
+catalog-served tools answer at
+p50 50-130 ms (search_products 92, search_sites 101, get_availability 61, get_citation 50,
+list_releases 109, ping 71) with no error. Upstream-bound ones wait on the anonymous budget
+(180 + 1.8/s, 10 % under the simulator's), which 200 agents oversubscribe: get_location p50
+10.5 s (163 of 219 rate_limited), find_locations 10.6 s (90 of 230), graphql 9.9 s (86 of 171),
+get_document 10.7 s (85 of 105), get_release 1.6 s (71 of 196). Token calls (list_files 855 ms,
+get_sample 85 ms) are never rate-limited: 13 % of the token budget.
 
-Goals: the simulator stayed under 90 % of its limit on two workers (84 % anonymous, the binding
-one, during the load) with not one 429, so no 429 reached a caller at all; every rate-limited
-call answered rate_limited. Not met: 0 errors other than rate_limited. The
-upstream_unavailable answers are reason "busy": a call waited more than connect_timeout_s
-(10 s) for one of eco.max_concurrency (4) upstream slots. Measured inside the one-worker service
-under this load (httpx trace hooks, py-spy): every phase of a request to the simulator took
-50-900 ms (an empty body "sent" in 0.9 s) while the simulator answered other clients in <= 33 ms,
-the service's main thread sat 84 % in epoll and its /healthz stalled up to 2.4 s, and an idle
-process on the same box woke within 52 ms: the service's threads wait for a CPU (pressure 98 %),
-so the four slots turn slowly and the queue behind them passes 10 s. How many varies with the
-box: an earlier run of both setups gave 120 (one worker) and 121 (two workers, 19.7 calls/s,
-load average 10). A quiet 2-core machine was not available to confirm it.
+Goals met in run A: 0 errors other than rate_limited on both setups; the simulator at <= 90 % of
+its limit (86-87 % of the anonymous one, the binding one, during the load; 81.6 % over the two
+workers' lifetime) with not one 429, so no 429 reached a caller at all; every call that found
+the budget spent answered rate_limited after waiting at most eco.rate_limit.max_wait_s.
+
+Run B, the box busy (CPU pressure /proc/pressure/cpu "some" ~98 %, load average ~7, the others
+using 1.3-1.5 cores): one worker 36.4 calls/s, p50 1014 ms, 169 upstream_unavailable (144
+"busy"); two workers 43.5 calls/s, 6 upstream_unavailable "busy" (an earlier busy run: 120 and
+121); simulator 50 % / 84 % anonymous, 0 429s; RSS 220 -> 289 MB and 227/300 -> 263/336 MB.
+"busy" means a call waited more than connect_timeout_s (10 s) for one of eco.max_concurrency (4)
+upstream slots. Measured inside one worker under load like run B's (httpx trace hooks, py-spy):
+every phase of a request to the simulator took 50-900 ms (an empty body "sent" in 0.9 s) while
+the simulator answered other clients in <= 33 ms, the service's main thread sat 84 % in epoll and
+its /healthz stalled up to 2.4 s, and an idle process on the same box woke within 52 ms: the
+service's threads were waiting for a CPU, the four slots turned slowly and the queue behind them
+passed 10 s. With the CPU back (run A) there was not one "busy" answer.
 """
 
 from __future__ import annotations
