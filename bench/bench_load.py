@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_load.py [--setup one|two|both] [--clients 200] [--seconds 60]
         [--postgres postgresql://postgres@127.0.0.1:5432/load_bench] [--redis redis://127.0.0.1:6379/1]
+        [--warm-up-calls 8] [--rate-limit-scale 1] [--call-timeout 120] [--seed 1]
 
 Setups (each with a simulator of its own at NEON's real rate limits, `manage.py eco_sim`, seed 1,
 anonymous 200 burst + 2/s per IP, a token 2000 burst + 8/s):
@@ -356,12 +357,15 @@ async def run_load(url: str, pools: Pools, *, clients: int, seconds: float, seed
 
 # ---------------------------------------------------------------------------- the simulator's view
 LIMITS = {"token": (2000, 8.0), "anonymous": (200, 2.0)}  # upstream_sim.ratelimit.Limits at scale 1
+# The service's own budget at scale 1 is its defaults (eco.rate_limit: 10 % under the above).
+BUDGET_ENV = {"ANONYMOUS_BURST": 180, "ANONYMOUS_RPS": 1.8, "TOKEN_BURST": 1800, "TOKEN_RPS": 7.2}
 
 
-def _usage(recs: list[dict[str, Any]], seconds: float, token: str) -> dict[str, Any]:
+def _usage(recs: list[dict[str, Any]], seconds: float, token: str, scale: float) -> dict[str, Any]:
     api = [r for r in recs if not r["path"].startswith("/storage/") and r["headers"].get("x-api-token") in (None, token)]
     out: dict[str, Any] = {"seconds": round(seconds, 1)}
     for who, (burst, rate) in LIMITS.items():
+        burst, rate = max(1, round(burst * scale)), rate * scale  # as upstream_sim.ratelimit.Limits.scaled
         mine = [r for r in api if ("x-api-token" in r["headers"]) == (who == "token")]
         allowed = burst + rate * seconds
         out[who] = {"requests": len(mine), "limit": round(allowed), "percent": round(100 * len(mine) / allowed, 1),
@@ -370,7 +374,8 @@ def _usage(recs: list[dict[str, Any]], seconds: float, token: str) -> dict[str, 
     return out
 
 
-def simulator_usage(sim: str, token: str, *, lifetime_s: float, load_from: int, load_s: float) -> dict[str, Any]:
+def simulator_usage(sim: str, token: str, *, lifetime_s: float, load_from: int, load_s: float,
+                    scale: float = 1.0) -> dict[str, Any]:
     """Requests the simulator saw from the service per identity (its token, or anonymous: the
     one loopback IP) against what the simulator's buckets allow (full burst, then the refill
     rate), over the service's lifetime and over the load alone (the log's records from index
@@ -378,7 +383,7 @@ def simulator_usage(sim: str, token: str, *, lifetime_s: float, load_from: int, 
     most the simulator would have answered then); and its 429 answers. Requests with another
     token (the load generator's look-ups) and to signed storage URLs are left out."""
     recs = httpx.get(f"{sim}/_sim/requests", timeout=60).json()["requests"]
-    return {"lifetime": _usage(recs, lifetime_s, token), "load": _usage(recs[load_from:], load_s, token)}
+    return {"lifetime": _usage(recs, lifetime_s, token, scale), "load": _usage(recs[load_from:], load_s, token, scale)}
 
 
 def _log_count(sim: str) -> int:
@@ -449,8 +454,11 @@ def _log_errors(path: Path) -> list[str]:
 
 
 def run_setup(setup: str, *, clients: int, seconds: float, postgres: str | None = None, redis_url: str | None = None,
-              seed: int = 1, call_timeout: float = 120.0, warm_up_calls: int = 8) -> dict[str, Any]:
-    """One setup end to end: simulator, service, load, the simulator's count, memory; torn down."""
+              seed: int = 1, call_timeout: float = 120.0, warm_up_calls: int = 8,
+              rate_limit_scale: float = 1.0) -> dict[str, Any]:
+    """One setup end to end: simulator, service, load, the simulator's count, memory; torn down.
+    `rate_limit_scale` multiplies the simulator's limits and the service's budget alike (1: NEON's
+    limits and the service's defaults)."""
     from upstream_sim.tokens import issue_token
 
     procs: list[subprocess.Popen] = []
@@ -460,11 +468,16 @@ def run_setup(setup: str, *, clients: int, seconds: float, postgres: str | None 
         token = issue_token(seed, exp_s=86400)
         env.update({"ECO_TOKEN": token, "ECO_MCP_SERVER__SHARE_CONFIG_TOKEN_OVER_HTTP": "true",
                     "ECO_MCP_SERVER__TRANSPORT": "http"})
+        if rate_limit_scale != 1.0:
+            env.update({f"ECO_MCP_ECO__RATE_LIMIT__{k}": str(max(1, round(v * rate_limit_scale)) if "BURST" in k
+                                                              else v * rate_limit_scale)
+                        for k, v in BUDGET_ENV.items()})
         sim = f"http://127.0.0.1:{sim_port}"
         try:
             procs.append(subprocess.Popen(
                 [sys.executable, "manage.py", "eco_sim", "--port", str(sim_port), "--storage-port", str(_free_port()),
-                 "--seed", str(seed)], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                 "--seed", str(seed), "--rate-limit-scale", str(rate_limit_scale)], cwd=REPO, env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             _wait_http(f"{sim}/_sim/faults")
             if setup == "two":
                 assert postgres and redis_url, "two workers need --postgres and --redis"
@@ -485,7 +498,7 @@ def run_setup(setup: str, *, clients: int, seconds: float, postgres: str | None 
             # While the service starts: a different token text is a different bucket.
             pools = Pools.from_simulator(f"{sim}/api/v0", issue_token(seed, exp_s=86401))
             try:
-                _ready(base)
+                _ready(base, in_a_row=3 if setup == "two" else 1)
             except RuntimeError as exc:
                 raise RuntimeError(f"{exc}; service log:\n" + log.read_text(errors="replace")[-3000:]) from None
             warm_up(f"{base}/mcp", warm_up_calls)
@@ -499,7 +512,7 @@ def run_setup(setup: str, *, clients: int, seconds: float, postgres: str | None 
             cores = cpu.stop()
             after = memory(procs[1].pid)
             usage = simulator_usage(sim, token, lifetime_s=time.monotonic() - started, load_from=load_from,
-                                    load_s=time.monotonic() - load_t0)
+                                    load_s=time.monotonic() - load_t0, scale=rate_limit_scale)
             return {"setup": setup, **load, "simulator": usage, "memory_before": before, "memory_after": after,
                     "cores_busy": cores, "load_average": [round(x, 2) for x in os.getloadavg()],
                     "service_log_errors": _log_errors(log)}
@@ -538,6 +551,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--call-timeout", type=float, default=120.0, help="seconds before a call counts as a hang")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rate-limit-scale", type=float, default=1.0,
+                        help="multiply the simulator's limits and the service's budget (1: NEON's)")
     parser.add_argument("--warm-up-calls", type=int, default=8,
                         help="sequential catalog calls before the clients start (0: start cold)")
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/load_bench",
@@ -552,7 +567,7 @@ def main() -> None:
     for setup in (["one", "two"] if opts.setup == "both" else [opts.setup]):
         report = run_setup(setup, clients=opts.clients, seconds=opts.seconds, postgres=opts.postgres,
                            redis_url=opts.redis, seed=opts.seed, call_timeout=opts.call_timeout,
-                           warm_up_calls=opts.warm_up_calls)
+                           warm_up_calls=opts.warm_up_calls, rate_limit_scale=opts.rate_limit_scale)
         print(table(report), file=sys.stderr, flush=True)
         reports.append(report)
     print(json.dumps(reports, indent=2))
