@@ -535,9 +535,12 @@ def get_index(*, clock=time.monotonic) -> CatalogIndex:
     with _lock:
         if _index is not None and not _dirty and clock() - _checked_at < CHECK_INTERVAL_S:
             return _index
-        _dirty = False
+        # The check counts as done only once its index is installed: marking it done before a
+        # build let every other caller take the superseded index meanwhile (catalogs looking
+        # missing, so each of them started a rebuild of its own). A mark_dirty() that arrives
+        # during the build moves the generation and keeps the next call checking.
+        seen = _generation
         versions, info = _read_versions()
-        _checked_at = clock()
         key = _key(versions)
         idx = _held.get(key)
         if idx is None:
@@ -546,6 +549,9 @@ def get_index(*, clock=time.monotonic) -> CatalogIndex:
             idx.info = info  # same catalogs, newer state: see the module docstring
         _hold(key, idx)
         _index = idx
+        _checked_at = clock()
+        if _generation == seen:
+            _dirty = False
         return idx
 
 

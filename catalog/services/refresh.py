@@ -26,6 +26,7 @@ reset it. An outage therefore fails the refresh, which readiness reports as degr
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import asdict, dataclass
@@ -134,7 +135,9 @@ def _want_graphql(client: CatalogUpstream, cfg: EcoConfig, source: Source | None
 
 async def _store(catalog: str, records: Any, *, client: CatalogUpstream, source: str, trigger: str,
                  started: datetime, t0: float, requests: int) -> RefreshOutcome:
-    tables, count = _rows(catalog, records)
+    # Building a catalog's rows is seconds of pure Python: off the event loop, so the calls it
+    # serves meanwhile are slowed (the GIL), not stopped.
+    tables, count = await asyncio.to_thread(_rows, catalog, records)
     if catalog in ("products", "sites") and count == 0:
         # An empty product or site list is an upstream fault, not a catalog: keep the old one.
         raise EcoError("upstream_error", f"upstream returned an empty {catalog} list")

@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from datetime import UTC, datetime
 
 from asgiref.sync import sync_to_async
@@ -69,6 +70,17 @@ _subtrees: asyncio.Task[RefreshOutcome] | None = None
 _subtrees_wanted = False  # this process prewarmed: it also builds missing subtrees
 _subtrees_checked_at = -float("inf")  # time.monotonic() of the last due check
 SUBTREES_CHECK_S = 60.0
+# One first-use build at a time per event loop: callers arriving while a missing catalog is
+# being built wait for that build instead of starting one each (a burst after start-up did).
+_first_use: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _first_use_lock() -> asyncio.Lock:
+    loop = asyncio.get_running_loop()
+    lock = _first_use.get(loop)
+    if lock is None:
+        lock = _first_use[loop] = asyncio.Lock()
+    return lock
 
 
 def _client(client: CatalogUpstream | None) -> CatalogUpstream:
@@ -121,23 +133,8 @@ async def ensure_catalogs(cfg: EcoConfig | None = None, *, client: CatalogUpstre
     cfg = cfg or get_config()
     missing = [c for c in await sync_to_async(due_catalogs)(cfg, missing_only=True) if c in need]
     if missing:
-        mismatched = await sync_to_async(_mismatches)(cfg, missing)
-        outcomes = await refresh_catalogs(missing, client=_client(client), trigger="first-use", cfg=cfg)
-        # The refresh counts in its own scope; the caller who waited for it paid these requests.
-        acct = context.current()
-        if acct is not None:
-            acct.requests += sum(o.requests for o in outcomes)
-        failed = [o for o in outcomes if not o.ok]
-        if failed:
-            name = failed[0].catalog
-            why = mismatched.get(name)
-            message = (f"the {name} catalog is not served: it was {why}, and rebuilding it from there failed"
-                       if why else f"the {name} catalog could not be built")
-            details = {"cause": failed[0].error, "catalog": name, "upstream": cfg.eco.base_url}
-            if why:
-                details["upstreamMismatch"] = why
-            raise EcoError("catalog_unavailable", message, details=details,
-                           hint=unreachable_hint(host_of(cfg.eco.base_url)))
+        async with _first_use_lock():
+            await _build_missing(cfg, client, need)
     await refresh_subtrees_ahead(cfg, client=client)
     if settings.CELERY_BROKER_URL or (_background is not None and not _background.done()):
         return
@@ -146,6 +143,31 @@ async def ensure_catalogs(cfg: EcoConfig | None = None, *, client: CatalogUpstre
     due = [c for c in due if now - _failed_at.get(c, -RETRY_AFTER_FAILURE_S) >= RETRY_AFTER_FAILURE_S]
     if due:
         _background = asyncio.get_running_loop().create_task(_refresh_ahead(due, client=_client(client), cfg=cfg))
+
+
+async def _build_missing(cfg: EcoConfig, client: CatalogUpstream | None, need: tuple[str, ...]) -> None:
+    """Build the catalogs of `need` still missing once this caller holds the first-use lock
+    (a caller that waited finds them built and returns at once)."""
+    missing = [c for c in await sync_to_async(due_catalogs)(cfg, missing_only=True) if c in need]
+    if not missing:
+        return
+    mismatched = await sync_to_async(_mismatches)(cfg, missing)
+    outcomes = await refresh_catalogs(missing, client=_client(client), trigger="first-use", cfg=cfg)
+    # The refresh counts in its own scope; the caller who waited for it paid these requests.
+    acct = context.current()
+    if acct is not None:
+        acct.requests += sum(o.requests for o in outcomes)
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        name = failed[0].catalog
+        why = mismatched.get(name)
+        message = (f"the {name} catalog is not served: it was {why}, and rebuilding it from there failed"
+                   if why else f"the {name} catalog could not be built")
+        details = {"cause": failed[0].error, "catalog": name, "upstream": cfg.eco.base_url}
+        if why:
+            details["upstreamMismatch"] = why
+        raise EcoError("catalog_unavailable", message, details=details,
+                       hint=unreachable_hint(host_of(cfg.eco.base_url)))
 
 
 def _mismatches(cfg: EcoConfig, catalogs: list[str]) -> dict[str, str]:
