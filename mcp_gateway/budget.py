@@ -54,26 +54,6 @@ def offset_argument(list_key: str, offset_fields: Iterable[str]) -> str | None:
     return "offset" if "offset" in fields else None
 
 
-def fit_encoded(
-    payload: dict[str, Any],
-    *,
-    max_bytes: int,
-    hard_max_bytes: int,
-    page_lists: Mapping[str, str] | None = None,
-    tool: str | None = None,
-    arguments: Mapping[str, Any] | None = None,
-    offset_fields: Iterable[str] = (),
-) -> tuple[dict[str, Any], str | None]:
-    """`fit`, plus the returned payload's compact JSON (`encode`) when it was made on the way:
-    a result that fits (nearly all) is serialized once, for the measure and for the text content.
-    None after a trim: the caller encodes the trimmed payload."""
-    text = encode(payload)
-    if encoded_size(text) <= max_bytes:
-        return payload, text
-    return fit(payload, max_bytes=max_bytes, hard_max_bytes=hard_max_bytes, page_lists=page_lists, tool=tool,
-               arguments=arguments, offset_fields=offset_fields), None
-
-
 def fit(
     payload: dict[str, Any],
     *,

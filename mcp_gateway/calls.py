@@ -92,17 +92,22 @@ def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: A
     for endpoint in acct.endpoints:
         if endpoint not in payload["source"]["endpoints"]:
             payload["source"]["endpoints"].append(endpoint)
+    max_bytes = (call.cfg.limits.hard_max_result_bytes if getattr(spec, "fits_own_budget", False)
+                 else call.cfg.limits.max_result_bytes)
+    text = budget.encode(payload)
+    if budget.encoded_size(text) <= max_bytes:
+        # Nearly every result: serialized once, for the measure and for the text content.
+        return payload, text
     fields = type(args).model_fields
-    return budget.fit_encoded(
+    return budget.fit(
         payload,
-        max_bytes=call.cfg.limits.hard_max_result_bytes if getattr(spec, "fits_own_budget", False)
-        else call.cfg.limits.max_result_bytes,
+        max_bytes=max_bytes,
         hard_max_bytes=call.cfg.limits.hard_max_result_bytes,
         page_lists=spec.page_lists,
         tool=spec.name,
         arguments=args.model_dump(mode="json", exclude_defaults=True),
         offset_fields=[f for f in fields if f == "offset" or f.endswith("_offset")],
-    )
+    ), None
 
 
 async def execute(
