@@ -9,6 +9,7 @@ and server/discover. It knows no transport; the transports import it, never the 
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ from mcp.server import Server
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import X_MCP_HEADER_KEY
 from mcp_types import INVALID_PARAMS, SERVER_INFO_META_KEY
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from rapidfuzz import process
@@ -148,9 +150,23 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
     async def complete(ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
         return await resource_specs.complete(params, cfg, registry)
 
+    # The SDK asks for a tool's input schema on every tools/call with arguments, only to check
+    # Mcp-Param-* headers against the schema's x-mcp-header annotations, walking the whole schema
+    # twice. A schema without any such annotation declares no header, and None ("no schema") gets
+    # the same verdict without the walks, so only an annotated schema is handed over. Decided once
+    # per tool: a built registry's schemas do not change.
+    header_schemas: dict[str, dict[str, Any] | None] = {}
+
     def tool_input_schema(name: str) -> dict[str, Any] | None:
+        if name in header_schemas:
+            return header_schemas[name]
         spec = registry.get(name)
-        return spec.tool.input_schema if spec is not None else None
+        if spec is None:
+            return None
+        schema = spec.tool.input_schema
+        annotated = X_MCP_HEADER_KEY in json.dumps(schema)
+        header_schemas[name] = schema if annotated else None
+        return header_schemas[name]
 
     server: Server[Any] = Server(
         SERVER_NAME,
