@@ -149,13 +149,27 @@ def _intervals(ranges: list[str]) -> list[Interval]:
 _month = lru_cache(maxsize=8192)(months.month_from_index)
 
 
-def _text(ivs: tuple[Interval, ...]) -> list[str]:
-    m = _month
-    return [f"{m(a)}/{m(b)}" for a, b in ivs]
-
-
 def _count(ivs: tuple[Interval, ...]) -> int:
     return sum(b - a + 1 for a, b in ivs)
+
+
+# A run's merged form, month count and range texts, by run. The index holds each equal run once
+# and product-mode calls shape the same runs again and again; bounded (cleared when full), a few MB.
+_RUNS_HELD = 4096
+_runs: dict[tuple[Interval, ...], tuple[tuple[Interval, ...], int, tuple[str, ...]]] = {}
+
+
+def _run(ivs: tuple[Interval, ...]) -> tuple[tuple[Interval, ...], int, tuple[str, ...]]:
+    facts = _runs.get(ivs)
+    if facts is None:
+        merged = merge(list(ivs))
+        merged = ivs if merged == ivs else merged  # most runs are merged already: keep one object
+        m = _month
+        facts = (merged, _count(merged), tuple(f"{m(a)}/{m(b)}" for a, b in merged))
+        if len(_runs) >= _RUNS_HELD:
+            _runs.clear()
+        _runs[ivs] = facts
+    return facts
 
 
 def _every(ivs: tuple[Interval, ...]) -> list[str]:
@@ -176,30 +190,33 @@ def shape_intervals(parsed: Parsed, *, provisional: Provisional, start: str | No
     them so: parsing its ISO texts again was a third of a product-mode call)."""
     lo = months.month_index(start) if start else -1
     hi = months.month_index(end) if end else 10**9
-    kept: dict[str, tuple[Interval, ...]] = {}
+    whole = lo < 0 and hi >= 10**9
+    kept: dict[str, tuple[tuple[Interval, ...], int, tuple[str, ...]]] = {}
     for rel in sorted(parsed):
         if (provisional == "exclude" and rel == PROVISIONAL) or (provisional == "only" and rel != PROVISIONAL):
             continue
-        clipped = merge([(max(a, lo), min(b, hi)) for a, b in parsed[rel] if a <= hi and b >= lo])
-        if clipped:
-            kept[rel] = clipped
+        ivs = parsed[rel]
+        run = tuple(ivs) if whole else tuple((max(a, lo), min(b, hi)) for a, b in ivs if a <= hi and b >= lo)
+        if run:
+            kept[rel] = _run(run)
     if not kept:
         return None
-    every = merge([iv for ivs in kept.values() for iv in ivs]) if len(kept) > 1 else next(iter(kept.values()))
-    counts = {rel: _count(ivs) for rel, ivs in kept.items()}
+    every, every_count, every_text = (
+        _run(tuple(iv for facts in kept.values() for iv in facts[0])) if len(kept) > 1 else next(iter(kept.values())))
+    counts = {rel: facts[1] for rel, facts in kept.items()}
     by_release: dict[str, Any]
     if fmt == "ranges":
-        by_release = {rel: _text(ivs) for rel, ivs in kept.items()}
+        by_release = {rel: list(facts[2]) for rel, facts in kept.items()}
     elif fmt == "months":
-        by_release = {rel: _every(ivs) for rel, ivs in kept.items()}
+        by_release = {rel: _every(facts[0]) for rel, facts in kept.items()}
     else:
         by_release = dict(counts)
     return RowData(
-        month_count=_count(every),
+        month_count=every_count,
         provisional_month_count=counts.get(PROVISIONAL, 0),
         first_month=_month(every[0][0]),
         last_month=_month(every[-1][1]),
-        ranges=_text(every) if fmt == "ranges" else None,
+        ranges=list(every_text) if fmt == "ranges" else None,
         months=_every(every) if fmt == "months" else None,
         by_release=by_release,
         counts=counts,
