@@ -1,0 +1,193 @@
+"""Instructions per tools/call, this service and the bare SDK server: load-independent figures.
+
+    .venv/bin/python bench/bench_instructions.py [--calls 100] [--cases eco_ping,...]
+
+Wall-clock calls/s on this shared 2-core machine move with other engineers' load (bench_vs_sdk's
+bare server measured 1,014 and 1,901 calls/s in two sessions); instruction counts do not. Each
+case runs in a process of its own under valgrind's callgrind (`apt-get install valgrind`), which
+counts only the measured calls: the real ASGI app (mcp_gateway.http_app over the real SDK, or
+bench/bare_sdk_server.py), warm catalog, requests handed straight to ASGI (no sockets, so the HTTP
+server's own parsing, the same for both servers, is left out), `--calls` calls after 30 warm-up
+calls, instrumentation switched on and off around them with callgrind_control. The once-a-second
+checks (index versions, catalog status, catalog due) are stretched so they never fire inside
+the measured calls: under callgrind a call takes ~50x longer, and they would otherwise run every
+few calls at a rate that depends on the machine's load. Cases are bench_vs_sdk's, plus `refused`
+(a call refused as invalid_argument: the gateway without a tool). Setup: the simulator on a free
+loopback port and its catalogs built into a throw-away SQLite folder, as bench_vs_sdk does.
+
+Figures (instructions per call, 100 calls each; "before" is commit 39e08b2, where issue 19's
+third session started, measured with this same script; counts repeat within ~0.5 % run to run):
+
+    case                      before        after   change   bare's rate x (after)
+    bare SDK ping           1,662,349    1,668,067        -       1.00
+    eco_ping                3,592,880    2,783,991    -23 %       0.60
+    eco_search_products     5,952,057    5,360,917    -10 %       0.31
+    eco_search_sites        8,674,497    8,136,927     -6 %       0.20
+    eco_get_product         4,233,874    3,732,454    -12 %       0.45
+    eco_get_availability   47,979,046   19,104,885    -60 %       0.09
+    refused (no tool)       2,632,334    2,310,562    -12 %       0.72
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_mixed_load import META, MODERN, _env, _free_port, _wait_http
+from bench_vs_sdk import CASES
+
+REPO = Path(__file__).resolve().parents[1]
+WARM_CALLS = 30
+EXTRA_CASES: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "refused": [("eco_search_products", {"query": "soil", "limit": 0})],
+}
+
+
+def _app(case: str) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
+    if case == "bare":
+        import bare_sdk_server
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        manager = StreamableHTTPSessionManager(app=bare_sdk_server.build(), json_response=False, stateless=True,
+                                               security_settings=None)
+
+        async def bare(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "lifespan":
+                await receive()
+                async with manager.run():
+                    await send({"type": "lifespan.startup.complete"})
+                    await receive()
+                return
+            await manager.handle_request(scope, receive, bare_sdk_server._SseFrame(send))
+
+        return bare, [("ping", {})]
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eco_service.settings")
+    import django
+
+    django.setup()
+    import catalog.index
+    import mcp_gateway.health
+    import mcp_gateway.tools.catalog_access
+    from mcp_gateway.http_app import build_app
+
+    catalog.index.CHECK_INTERVAL_S = mcp_gateway.tools.catalog_access.CHECK_INTERVAL_S = 1e9  # type: ignore[misc]
+    mcp_gateway.health.STATUS_TTL_S = 1e9  # type: ignore[misc]
+    return build_app(django_app=None), {**CASES, **EXTRA_CASES}[case]
+
+
+async def _call(app: Any, name: str, arguments: dict[str, Any], rid: int) -> bytes:
+    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                       "params": {"name": name, "arguments": arguments, "_meta": META}}).encode()
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/mcp", "raw_path": b"/mcp", "query_string": b"", "root_path": "",
+             "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8080),
+             "headers": [(b"host", b"127.0.0.1:8080"), (b"content-type", b"application/json"),
+                         (b"accept", b"application/json, text/event-stream"),
+                         (b"mcp-protocol-version", MODERN.encode()), (b"mcp-method", b"tools/call"),
+                         (b"mcp-name", name.encode()), (b"content-length", str(len(body)).encode())]}
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # the client never leaves
+        raise AssertionError("unreachable")
+
+    out: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        out.append(message)
+
+    await app(scope, receive, send)
+    return b"".join(m.get("body", b"") for m in out if m["type"] == "http.response.body")
+
+
+async def _child(case: str, calls: int) -> None:
+    app, cases = _app(case)
+    started: list[Any] = []
+    lifespan: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    await lifespan.put({"type": "lifespan.startup"})
+
+    async def lsend(message: dict[str, Any]) -> None:
+        started.append(message)
+
+    asyncio.get_running_loop().create_task(app({"type": "lifespan"}, lifespan.get, lsend))
+    while not started:
+        await asyncio.sleep(0.01)
+    for n in range(WARM_CALLS + calls):
+        if n == WARM_CALLS:
+            subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], stdout=subprocess.DEVNULL, check=True)
+        name, arguments = cases[n % len(cases)]
+        reply = await _call(app, name, arguments, n + 1)
+        if case != "refused" and b'"isError":false' not in reply:
+            raise RuntimeError(f"{case}: not a successful result: {reply[:300]!r}")
+    subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], stdout=subprocess.DEVNULL, check=True)
+    sys.stdout.flush()
+    os._exit(0)  # the SDK's session manager is not unwound: nothing after the count matters
+
+
+def _measure(case: str, calls: int, env: dict[str, str], work: Path) -> int:
+    out = work / f"callgrind.{case}"
+    run = subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+                          sys.executable, __file__, "--child", case, "--calls", str(calls)],
+                         cwd=REPO, env={**env, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, timeout=1800)
+    found = re.search(r"Collected : (\d+)", run.stderr)
+    if run.returncode or not found:
+        raise RuntimeError(f"{case}: callgrind run failed: {run.stderr[-1500:]}")
+    return int(found.group(1)) // calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--cases", default=",".join(["bare", *CASES, *EXTRA_CASES]))
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    opts = parser.parse_args()
+    if not 1 <= opts.calls <= 2000:
+        parser.error("bounded run: 1-2000 calls")
+    if opts.child:
+        asyncio.run(_child(opts.child, opts.calls))
+        return
+    if not shutil.which("valgrind"):
+        sys.exit("valgrind is not installed (apt-get install valgrind)")
+    with tempfile.TemporaryDirectory(prefix="eco-bench-instructions-") as data_dir:
+        sim_port = _free_port()
+        env = _env(data_dir, sim_port)
+        env.update({"ECO_MCP_SERVER__TRANSPORT": "http", "ECO_MCP_CACHE__PREWARM": "false"})
+        sim = subprocess.Popen([sys.executable, "manage.py", "eco_sim", "--port", str(sim_port), "--storage-port",
+                                str(_free_port()), "--rate-limit-scale", "1000"], cwd=REPO, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_http(f"http://127.0.0.1:{sim_port}/_sim/faults")
+            subprocess.run([sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=REPO, env=env, check=True)
+            subprocess.run([sys.executable, "manage.py", "eco_catalog_refresh", "--json"], cwd=REPO, env=env,
+                           check=True, stdout=subprocess.DEVNULL)
+            results: dict[str, int] = {}
+            for case in [c for c in opts.cases.split(",") if c]:
+                started = time.monotonic()
+                results[case] = _measure(case, opts.calls, env, Path(data_dir))
+                print(f"{case}: {results[case]:,} instructions per call ({time.monotonic() - started:.0f} s)",
+                      file=sys.stderr, flush=True)
+        finally:
+            sim.terminate()
+            sim.wait(timeout=20)
+    bare = results.get("bare")
+    for case, n in results.items():
+        print(f"{case:24} {n:>12,}" + (f"   x{bare / n:.2f} of bare's rate" if bare else ""))
+
+
+if __name__ == "__main__":
+    main()
