@@ -25,39 +25,71 @@ Goals (issue 19): eco_ping >= 70 % of bare calls/s; catalog-served tools >= 60 %
 >= 40 %; p99 of catalog tools <= 2x bare; stdio tools/list <= 1.3x bare; first search <= 1.5 s
 from spawn; one HTTP worker <= 150 MB with the catalog warm, no growth over the soak.
 
-Last figures (2-core container, load average 1.5-2.5 from other engineers' work, SQLite, no
-Redis, 20 tools registered at commit time, servers pinned to CPU 0, wrk on CPU 1; 8 s per case,
-8 connections; ratios to the bare server in the same run):
+Last figures (2-core container, SQLite, no Redis, 20 tools registered, servers pinned to CPU 0,
+wrk on CPU 1; 8 s per case, 8 connections; ratios to the bare server in the same run). Load
+average 1.7 at the start, 3.5 at the end (other engineers' work on the same 2 cores): the bare
+server made 1,014 calls/s here against 1,901 in the previous session's run, so compare ratios
+within a run, and for what changed see the instruction counts below, which load cannot move.
 
     case                     calls/s  p50 ms  p99 ms  ratio  p99 x  goal   met
-    bare SDK ping             1900.8    3.50   60.42
-    eco_ping                   886.3    7.91  117.12   0.47   1.94  0.70   no
-    eco_search_products        466.1   16.13  159.25   0.25   2.64  0.60   no (p99 no)
-    eco_search_sites           428.3   17.31  151.42   0.23   2.51  0.60   no (p99 no)
-    eco_get_product            576.2   12.69  124.59   0.30   2.06  0.60   no (p99 ~2x)
-    eco_get_availability       117.1   60.54  213.20   0.06   3.53  0.40   no
-    stdio first tools/list: bare 0.83 s, eco 2.06 s median of 5 (x2.48; goal 1.3x: no)
-    stdio first eco_search_products from spawn, warm database: 2.35 s (goal 1.5 s: no)
-    resident memory: bare 67 MB; eco warm 191.2 MB (goal 150 MB: no); soak of 31,567 mixed
-    calls in 120 s (not the 100,000 asked: bounded in time): 191.2 -> 191.3 -> 191.4 MB (no growth)
+    bare SDK ping             1013.9    6.79   47.20
+    eco_ping                   606.3   11.78   52.87   0.60   1.12  0.70   no (p99 yes)
+    eco_search_products        463.0   16.19  275.69   0.46   5.84  0.60   no (p99 no)
+    eco_search_sites           427.0   18.14  113.32   0.42   2.40  0.60   no (p99 no)
+    eco_get_product            592.1   12.56  110.54   0.58   2.34  0.60   no, near (p99 no)
+    eco_get_availability       209.7   32.53  153.98   0.21   3.26  0.40   no
+    stdio first tools/list: bare 1.06 s, eco 2.47 s median of 5 (x2.34; goal 1.3x: no)
+    stdio first eco_search_products from spawn, warm database: 3.63 s (2.80-4.54; goal 1.5 s: no)
+    resident memory: bare 66.8 MB; eco warm 142.7 MB (goal 150 MB: yes); soak of 44,594 mixed
+    calls in 120 s: 142.7 -> 142.9 -> 143.2 MB (no growth; not the 100,000 asked: bounded in time)
     Every call of every case answered a successful tool result (not_ok 0).
 
-Before this issue's fixes (first run, load average ~6.8, so the bare server was slower too):
-eco_ping 0.34, search_products 0.35, search_sites 0.27, get_product 0.09 (33 calls/s),
-availability 0.05; a short later run with the box quieter gave eco_ping 0.70-1.08 of the bare
-server (its ratio moves most with the load: both are a few ms a call).
-What the profile (py-spy, --profile-dir) showed and what changed: eco_ping read the catalog
-status with a fresh database connection per call (now once a second, mcp_gateway/health.py);
-every catalog tool made two thread hops to the read pool just to learn the index was current
-(now answered on the loop between version checks, catalog.index.peek_index); eco_get_product
-recomputed its availability summary over every site (~40 % of the call; now kept per index
-entry): get_product went from 33 to 576 calls/s. What is left: about 60-70 % of a catalog
-call's CPU is the SDK's own request path (the same as the bare server's), plus for search the
-one hop to the read pool; for availability, shape_row and month text rendering over every site
-(~30 %) and JSON (the result is serialized twice: once to measure it for the byte budget, once
-as the text content; ~7 %). Memory: the bare SDK server is 67 MB, Django + the gateway modules
-~120 MB before the catalog, the warm index ~65 MB more; a malloc_trim after the index build
-returned only ~5 MB, so it was not kept.
+The previous session's run (load 1.5-2.5, bare 1,900.8 calls/s): eco_ping 0.47, search_products
+0.25, search_sites 0.23, get_product 0.30, availability 0.06; stdio tools/list x2.48 (2.06 s),
+first search 2.35 s; warm RSS 191.2 MB. Before the issue's first fixes (load ~6.8): eco_ping 0.34,
+search_products 0.35, search_sites 0.27, get_product 0.09 (33 calls/s), availability 0.05. Earlier
+sessions' changes (py-spy, --profile-dir): eco_ping reads the catalog status once a second, not
+per call (mcp_gateway/health.py); catalog tools skip the thread hops while the index is current
+(catalog.index.peek_index); eco_get_product's availability summary is kept per index entry.
+
+Instructions per call (bench/bench_instructions.py: callgrind, in process over the same ASGI app
+and SDK, no sockets; before = commit 39e08b2, this session's start; bare = 1,662,349):
+
+    case                      before        after   change   bare's rate x (after)
+    eco_ping                3,592,880    2,783,991    -23 %       0.60
+    eco_search_products     5,952,057    5,360,917    -10 %       0.31
+    eco_search_sites        8,674,497    8,136,927     -6 %       0.20
+    eco_get_product         4,233,874    3,732,454    -12 %       0.45
+    eco_get_availability   47,979,046   19,104,885    -60 %       0.09
+    refused (no tool)       2,632,334    2,310,562    -12 %       0.72
+    stdio, whole process to the first answer (callgrind, PYTHONHASHSEED=0): bare 2.85 G; eco
+    tools/list 6.75 G -> 6.43 G (-5 %); eco first search 11.30 G -> 11.34 G (+0.4 %: the index
+    build's value sharing costs about what graphql-core's import saved).
+
+What changed this session, each with its measure:
+- availability: rows are shaped from the month-index intervals the index already holds (the ISO
+  texts were parsed again for every row), month texts come from a bounded memo, and each run's
+  merged form, count and texts are kept in a bounded memo (4,096 runs): 48.0M -> 19.1M.
+- a result is serialized once (the compact JSON measured for the byte budget is the text content
+  unless trimming or masking changed the payload; masking can change it only when a secret occurs
+  in that text), and the call's arguments are dumped only for a trimmed page's continuation.
+- the SDK's Mcp-Param-* check gets a tool's input schema only when it declares an x-mcp-header
+  (none of ours does; "no schema" gets the same verdict without two walks of the schema per call).
+- eco_ping reuses its last report while everything it reports is unchanged, and such a reused
+  result is dumped and encoded once (calls.py).
+- memory: the index stores each equal interval, interval run, range text, release tag and site
+  set once (442,749 interval references, 5,787 distinct) and Cell has slots: the index is 16.8 MB
+  (tracemalloc) instead of 54.8 MB, +18.5 MB of RSS instead of +63.1 MB; build time unchanged.
+- stdio start-up: graphql-core is imported when a GraphQL query is checked, not when the tools are
+  listed (~0.2 s of ~1.7 s of imports, -X importtime, minimum of 5 runs).
+What is left (measured, not fixed): a catalog call's instructions are still 55-80 % the SDK's
+request path and serialization, which scale with the result (the SDK dumps and validates the
+structured content several times, then JSON-encodes it with the text copy); eco_search_sites'
+own search is 1-3 ms in process (a per-site token scan with a fuzzy fallback in catalog/sites.py)
+and every search makes one hop to the catalog-read pool (mcp_gateway/tools/catalog_access.py),
+both outside this session's files; stdio start-up is the SDK (shared with bare), Django's setup
+(django-celery-beat's models alone pull in celery, kombu, amqp), ~1,300 modules and the 20 tools'
+JSON schemas built for the size check, and the first search adds the index build (~0.7 s).
 """
 
 from __future__ import annotations
