@@ -78,8 +78,9 @@ What changed this session, each with its measure:
 - eco_ping reuses its last report while everything it reports is unchanged, and such a reused
   result is dumped and encoded once (calls.py).
 - memory: the index stores each equal interval, interval run, range text, release tag and site
-  set once (442,749 interval references, 5,787 distinct) and Cell has slots: the index is 16.8 MB
-  (tracemalloc) instead of 54.8 MB, +18.5 MB of RSS instead of +63.1 MB; build time unchanged.
+  set once (442,749 interval references, 5,787 distinct) and Cell has slots: the index holds
+  14.2 MB (tracemalloc) instead of 54.5 MB, +18.5 MB of RSS instead of +63.1 MB, and each
+  superseded index the LRU keeps +16.3 MB instead of +59.3 MB (bench/bench_memory.py).
 - stdio start-up: graphql-core is imported when a GraphQL query is checked, not when the tools are
   listed (~0.2 s of ~1.7 s of imports, -X importtime, minimum of 5 runs).
 What is left (measured, not fixed): a catalog call's instructions are still 55-80 % the SDK's
