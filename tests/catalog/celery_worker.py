@@ -15,12 +15,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from django.db import connection
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from catalog.schedule import ensure_refresh_schedule
+from tests.conftest import IN_CI
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def require_postgres() -> None:
+    """The worker process reads the test database, which it can see only on PostgreSQL."""
+    if connection.vendor != "postgresql":
+        reason = "needs the test database on PostgreSQL (DATABASE_URL) so the worker process can see it"
+        if IN_CI:
+            pytest.fail(reason)
+        pytest.skip(reason)
 
 
 def run_beat_entry(entry: str, *, redis_url: str, sim: Any, tmp_path: Path, done: Callable[[], bool],

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.db import connection
 from django.urls import reverse
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
@@ -24,9 +23,8 @@ from catalog.tasks import SUBTREES_TASK_NAME
 from mcp_gateway.calls import execute
 from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
-from tests.catalog.celery_worker import run_beat_entry
+from tests.catalog.celery_worker import require_postgres, run_beat_entry
 from tests.catalog.conftest import MiniClient, _wipe
-from tests.conftest import IN_CI
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -275,11 +273,7 @@ def test_eco_ping_reports_the_subtrees_freshness_and_progress(locations_built, m
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_real_celery_worker_and_beat_run_the_scheduled_subtree_refresh(postgres_url, redis_url, fresh_sim, tmp_path):
-    if connection.vendor != "postgresql":
-        reason = "needs the test database on PostgreSQL (DATABASE_URL) so the worker process can see it"
-        if IN_CI:
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require_postgres()
     _wipe()
     client = MiniClient(fresh_sim.base_url, fresh_sim.graphql_url)
     assert all(o.ok for o in async_to_sync(refresh_catalogs)(("locations",), client=client))

@@ -8,15 +8,13 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from catalog.models import SUBTREES, CatalogRefresh, CatalogState, LocationNodeRow, LocationRow, ProductRow, SiteRow
 from catalog.schedule import PERIODIC_TASK_NAME, ensure_refresh_schedule
 from catalog.tasks import TASK_NAME, refresh_catalogs_task
-from tests.catalog.celery_worker import run_beat_entry
+from tests.catalog.celery_worker import require_postgres, run_beat_entry
 from tests.catalog.conftest import _wipe
-from tests.conftest import IN_CI
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,11 +87,7 @@ def test_refresh_command_walks_the_subtrees_when_named_after_a_locations_catalog
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_real_celery_worker_and_beat_run_the_scheduled_refresh(postgres_url, redis_url, fresh_sim, tmp_path):
-    if connection.vendor != "postgresql":
-        reason = "needs the test database on PostgreSQL (DATABASE_URL) so the worker process can see it"
-        if IN_CI:
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require_postgres()
     _wipe()
     output = run_beat_entry(
         PERIODIC_TASK_NAME, redis_url=redis_url, sim=fresh_sim, tmp_path=tmp_path,

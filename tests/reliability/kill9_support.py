@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -173,3 +174,13 @@ def refresh_json(log: Path) -> dict[str, Any]:
     """The last line of an `eco_catalog_refresh --json` run's output."""
     lines = [line for line in log.read_text().splitlines() if line.startswith("{")]
     return json.loads(lines[-1])
+
+
+def warm_sqlite_copy(sim_data_dir: Any, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """This test's own copy of the suite's warm embedded database, and the environment of a
+    process that uses it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    db = data / "eco.sqlite3"
+    shutil.copy2(sim_data_dir.path / "eco.sqlite3", db)
+    return db, {**sim_data_dir.env, "ECO_MCP_DATA_DIR": str(data)}

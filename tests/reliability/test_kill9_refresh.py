@@ -12,7 +12,6 @@ not committed; on SQLite it cannot commit while the test holds a read transactio
 from __future__ import annotations
 
 import hashlib
-import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -32,6 +31,7 @@ from tests.reliability.kill9_support import (
     sim_env,
     spawn,
     wait_until,
+    warm_sqlite_copy,
 )
 
 TABLES = {"products": ("catalog_product", "catalog_productsiteavailability"), "sites": ("catalog_site",),
@@ -148,11 +148,7 @@ def test_on_postgres_a_refresh_killed_in_its_swap_or_its_fetch_leaves_each_catal
 
 def test_on_embedded_sqlite_a_refresh_killed_in_its_fetch_or_its_swap_leaves_every_catalog_whole_and_the_next_completes(
         sim_data_dir: Any, fresh_sim: Any, tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    db = data / "eco.sqlite3"
-    shutil.copy2(sim_data_dir.path / "eco.sqlite3", db)  # the suite's warm catalogs, this test's copy
-    env = {**sim_data_dir.env, "ECO_MCP_DATA_DIR": str(data)}
+    db, env = warm_sqlite_copy(sim_data_dir, tmp_path)
 
     def rows(sql: str) -> list[tuple[Any, ...]]:
         with closing(sqlite3.connect(db, timeout=30)) as conn:  # read-write: a hot journal is rolled back first

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -40,6 +39,7 @@ from tests.reliability.kill9_support import (
     sim_env,
     spawn,
     wait_until,
+    warm_sqlite_copy,
 )
 
 Rows = Callable[[str], list[tuple[Any, ...]]]
@@ -147,11 +147,7 @@ def test_on_postgres_a_subtree_walk_killed_between_sites_leaves_the_subtrees_who
 def test_on_embedded_sqlite_the_prewarm_walk_killed_with_its_server_leaves_the_subtrees_whole_and_the_next_runs(
         sim_data_dir: Any, fresh_sim: Any, tmp_path: Path) -> None:
     sites = three_sites(fresh_sim)
-    data = tmp_path / "data"
-    data.mkdir()
-    db = data / "eco.sqlite3"
-    shutil.copy2(sim_data_dir.path / "eco.sqlite3", db)  # the suite's warm catalogs, this test's copy
-    env = {**sim_data_dir.env, "ECO_MCP_DATA_DIR": str(data)}
+    db, env = warm_sqlite_copy(sim_data_dir, tmp_path)
 
     def rows(sql: str) -> list[tuple[Any, ...]]:
         with closing(sqlite3.connect(db, timeout=30)) as conn, conn:
