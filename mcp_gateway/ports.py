@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from catalog import services as catalog_services
 from catalog import status as catalog_status_mod
 from eco_core.config import EcoConfig
 
@@ -37,6 +36,10 @@ def readiness(cfg: EcoConfig) -> tuple[bool, dict[str, Any]]:
 
 
 async def prewarm(cfg: EcoConfig) -> None:
+    # Imported here: the refresh machinery (upstream client, its models, httpx) is not needed to
+    # list the tools, and a stdio server lists them before anything else.
+    from catalog import services as catalog_services
+
     await catalog_services.prewarm(cfg)
     # Then every site's location subtree (~85 requests), in a background task of its own.
     await catalog_services.refresh_subtrees_ahead(cfg, prewarm=True)

@@ -30,7 +30,6 @@ from rapidfuzz import process
 
 from catalog.index import CatalogIndex, get_index
 from catalog.models import LocationRow
-from catalog.services import due_catalogs, ensure_catalogs
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from mcp_gateway import ports
@@ -189,6 +188,8 @@ def _guide(slug: str) -> Callable[[ReadScope], Awaitable[str]]:
 
 async def warm_index(cfg: EcoConfig, need: tuple[str, ...] = ("products", "sites", "releases")) -> CatalogIndex:
     """The catalog index with `need` built; warm, it costs no upstream request."""
+    from catalog.services import due_catalogs, ensure_catalogs  # the refresh machinery: not to list tools
+
     due = await catalog_read(due_catalogs, cfg, ahead=cfg.cache.refresh_ahead)
     if set(due) & set(need):
         # Outside a tool call: the catalog's requests still need a call scope to count in.

@@ -4,6 +4,7 @@ MCP framing; every word for people goes to stderr."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -86,9 +87,14 @@ async def _serve_stream(server: Server[Any], read_stream: Any, write_stream: Any
 
 
 def serve_stdio(cfg: EcoConfig) -> None:
+    from django.conf import settings
     from mcp.server.stdio import stdio_server
 
-    server = build_server(cfg)
+    from mcp_gateway.registry import use_kept_registry
+
+    # A desktop agent starts this server and waits for its tool list: the list comes from the one
+    # kept in the data folder when the code is unchanged, without importing the tool modules.
+    server = build_server(cfg, use_kept_registry(Path(settings.DATA_DIR) / "cache"))
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):

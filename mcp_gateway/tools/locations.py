@@ -18,7 +18,6 @@ from catalog.locations import (
     location_catalog,
     location_detail,
 )
-from catalog.services import due_catalogs, ensure_catalogs, refresh_subtrees_ahead
 from eco_core.config import EcoConfig
 from eco_core.paging import DefaultLimit
 from mcp_gateway import ports
@@ -35,6 +34,8 @@ async def _catalog(cfg: EcoConfig) -> LocationCatalog:
     missing locations catalog is built first (counted in this call). Missing subtrees are not
     built here: that is 81 requests, left to their scheduled refresh (catalog.tasks) or, without
     a broker, to the background refresh-ahead started here (never waited for)."""
+    from catalog.services import due_catalogs, ensure_catalogs, refresh_subtrees_ahead  # not to list tools
+
     if "locations" in await catalog_read(due_catalogs, cfg, missing_only=True):
         await ensure_catalogs(cfg, client=ports.upstream_client(), need=("locations",))
     await refresh_subtrees_ahead(cfg, client=ports.upstream_client())

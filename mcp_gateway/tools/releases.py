@@ -10,7 +10,6 @@ from pydantic import Field
 from catalog.checks import built
 from catalog.index import CatalogIndex, get_index
 from catalog.releases import ReleaseRecord, ReleaseSummary, release_detail, release_summaries, with_artifact_urls
-from catalog.services import ensure_catalogs
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from eco_core.wire import page
@@ -27,6 +26,8 @@ async def release_index(cfg: EcoConfig) -> CatalogIndex:
     try:
         built(idx, "releases")
     except EcoError:
+        from catalog.services import ensure_catalogs  # the refresh machinery: not to list tools
+
         await ensure_catalogs(cfg, client=ports.upstream_client(), need=("releases",))
         idx = await catalog_read(get_index)
     return idx
