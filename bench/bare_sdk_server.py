@@ -6,12 +6,21 @@
 Over HTTP it answers a 2026-07-28 tools/call with one SSE frame, as eco-mcp does (the SDK answers
 a quick modern request as application/json; eco-mcp's http_app reframes it, so this does the
 same in the same way), so both servers send the same framing. It imports nothing of the project.
+
+With ECO_BARE_PAYLOAD naming a JSON file, the tool returns that object instead of {"pong": "ok"}
+(a JSON list of objects: one per call in turn), as this service returns a result: the object as
+structured content and its compact JSON (mcp_gateway.budget.encode, made per call as ours is) as
+the one text content. That is the SDK's own cost of carrying a result of that size, which no
+change in the service can remove: the floor bench_instructions' `bare_as_<case>` measures.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
@@ -22,13 +31,33 @@ from mcp.server.context import ServerRequestContext
 TOOL = types.Tool(name="ping", description="Answers pong.", input_schema={"type": "object", "properties": {}})
 
 
+def _payloads() -> list[dict[str, Any]] | None:
+    path = os.environ.get("ECO_BARE_PAYLOAD")
+    if not path:
+        return None
+    with open(path, encoding="utf-8") as f:
+        loaded = json.load(f)
+    payloads = loaded if isinstance(loaded, list) else [loaded]
+    if not payloads or not all(isinstance(p, dict) for p in payloads):
+        raise SystemExit(f"ECO_BARE_PAYLOAD {path}: an object or a non-empty list of objects")
+    return payloads
+
+
 def build() -> Server[Any]:
+    payloads = _payloads()
+    turn = itertools.cycle(payloads) if payloads else None
+
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[TOOL])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        body = {"pong": "ok"}
-        return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(body))],
+        if turn is None:
+            body = {"pong": "ok"}
+            return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(body))],
+                                        structured_content=body, is_error=False)
+        body = next(turn)
+        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)  # mcp_gateway.budget.encode
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=body, is_error=False)
 
     return Server("bare-sdk", version="1", on_list_tools=list_tools, on_call_tool=call_tool,
@@ -39,9 +68,10 @@ class _SseFrame:
     """One `event: message` SSE frame around a 200 JSON reply (what eco-mcp's http_app does)."""
 
     def __init__(self, send: Any) -> None:
-        self.send, self.start, self.body = send, None, bytearray()
+        self.send, self.body = send, bytearray()
+        self.start: MutableMapping[str, Any] | None = None
 
-    async def __call__(self, message: dict[str, Any]) -> None:
+    async def __call__(self, message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             ctype = dict(message.get("headers", [])).get(b"content-type", b"")
             if message["status"] == 200 and ctype.startswith(b"application/json"):

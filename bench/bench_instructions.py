@@ -52,10 +52,21 @@ WARM_CALLS = 30
 EXTRA_CASES: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "refused": [("eco_search_products", {"query": "soil", "limit": 0})],
 }
+BARE_AS = "bare_as_"
+
+
+def _structured(reply: bytes) -> dict[str, Any]:
+    """The structured content of one SSE-framed tools/call reply."""
+    data = next(line for line in reply.split(b"\r\n") if line.startswith(b"data: "))
+    result = json.loads(data.removeprefix(b"data: "))["result"]
+    if result["content"][0]["text"] != json.dumps(result["structuredContent"], separators=(",", ":"),
+                                                   ensure_ascii=False):
+        raise RuntimeError("the text content is not the compact JSON of the structured content")
+    return result["structuredContent"]
 
 
 def _app(case: str) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
-    if case == "bare":
+    if case == "bare" or case.startswith(BARE_AS):  # bare_as_*: ECO_BARE_PAYLOAD set by the parent
         import bare_sdk_server
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
@@ -115,7 +126,9 @@ async def _call(app: Any, name: str, arguments: dict[str, Any], rid: int) -> byt
     return b"".join(m.get("body", b"") for m in out if m["type"] == "http.response.body")
 
 
-async def _child(case: str, calls: int) -> None:
+async def _child(case: str, calls: int, capture: str | None = None) -> None:
+    """`calls` measured calls; with `capture`, no measure: the structured content of one call per
+    argument set, in the order the measured calls rotate through them, written to that file."""
     app, cases = _app(case)
     started: list[Any] = []
     lifespan: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -127,20 +140,40 @@ async def _child(case: str, calls: int) -> None:
     asyncio.get_running_loop().create_task(app({"type": "lifespan"}, lifespan.get, lsend))
     while not started:
         await asyncio.sleep(0.01)
-    for n in range(WARM_CALLS + calls):
-        if n == WARM_CALLS:
+    captured: dict[int, dict[str, Any]] = {}
+    for n in range(WARM_CALLS + (len(cases) if capture else calls)):
+        if n == WARM_CALLS and not capture:
             subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], stdout=subprocess.DEVNULL, check=True)
         name, arguments = cases[n % len(cases)]
         reply = await _call(app, name, arguments, n + 1)
         if case != "refused" and b'"isError":false' not in reply:
             raise RuntimeError(f"{case}: not a successful result: {reply[:300]!r}")
+        if capture and n >= WARM_CALLS:
+            captured[n % len(cases)] = _structured(reply)
+    if capture:
+        # Indexed by argument set: the bare server's call n answers payload n % len, as call n here
+        # used argument set n % len, so both rotate in step from their first (warm-up) call.
+        Path(capture).write_text(json.dumps([captured[i] for i in range(len(cases))], ensure_ascii=False))
+        os._exit(0)
     subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], stdout=subprocess.DEVNULL, check=True)
     sys.stdout.flush()
     os._exit(0)  # the SDK's session manager is not unwound: nothing after the count matters
 
 
+def _capture(case: str, env: dict[str, str], work: Path) -> Path:
+    """The structured content this service answers for each of `case`'s argument sets, now."""
+    out = work / f"payload.{case}.json"
+    run = subprocess.run([sys.executable, __file__, "--child", case, "--capture", str(out)],
+                         cwd=REPO, env={**env, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, timeout=600)
+    if run.returncode or not out.exists():
+        raise RuntimeError(f"{case}: capture failed: {run.stderr[-1500:]}")
+    return out
+
+
 def _measure(case: str, calls: int, env: dict[str, str], work: Path) -> int:
     out = work / f"callgrind.{case}"
+    if case.startswith(BARE_AS):
+        env = {**env, "ECO_BARE_PAYLOAD": str(_capture(case.removeprefix(BARE_AS), env, work))}
     run = subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
                           sys.executable, __file__, "--child", case, "--calls", str(calls)],
                          cwd=REPO, env={**env, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, timeout=1800)
@@ -153,13 +186,15 @@ def _measure(case: str, calls: int, env: dict[str, str], work: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=100)
-    parser.add_argument("--cases", default=",".join(["bare", *CASES, *EXTRA_CASES]))
+    parser.add_argument("--cases", default=",".join(["bare", *[c for case in CASES for c in (case, BARE_AS + case)],
+                                                     *EXTRA_CASES]))
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--capture", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if not 1 <= opts.calls <= 2000:
         parser.error("bounded run: 1-2000 calls")
     if opts.child:
-        asyncio.run(_child(opts.child, opts.calls))
+        asyncio.run(_child(opts.child, opts.calls, opts.capture))
         return
     if not shutil.which("valgrind"):
         sys.exit("valgrind is not installed (apt-get install valgrind)")
@@ -185,8 +220,14 @@ def main() -> None:
             sim.terminate()
             sim.wait(timeout=20)
     bare = results.get("bare")
+    print(f"{'case':24} {'instr/call':>12} {'x bare':>7} {'same-payload bare':>18} {'x floor':>8}")
     for case, n in results.items():
-        print(f"{case:24} {n:>12,}" + (f"   x{bare / n:.2f} of bare's rate" if bare else ""))
+        if case.startswith(BARE_AS) and case.removeprefix(BARE_AS) in results:
+            continue
+        # Rate ratios (bare's instructions / this case's): 1.00 is as fast as that bare server.
+        floor = results.get(BARE_AS + case)
+        print(f"{case:24} {n:>12,} {bare / n if bare else float('nan'):>7.2f}"
+              + (f" {floor:>18,} {floor / n:>8.2f}" if floor else ""))
 
 
 if __name__ == "__main__":
