@@ -40,6 +40,12 @@ within a run, and for what changed see the instruction counts below, which load 
     eco_get_availability       209.7   32.53  153.98   0.21   3.26  0.40   no
     stdio first tools/list: bare 1.06 s, eco 2.47 s median of 5 (x2.34; goal 1.3x: no)
     stdio first eco_search_products from spawn, warm database: 3.63 s (2.80-4.54; goal 1.5 s: no)
+    stdio after the kept tool listing (commit 7c059c5; `--only stdio`, medians of 5, same runs,
+    before = the commit ahead of it, project bytecode compiled in both trees; the box was loaded
+    4.4-8.9 by other work, so only the ratios mean anything): tools/list x2.17 before, x1.47 and
+    x1.62 after (goal 1.3x: no, near); first search 16.4 s before, 12.4 and 8.5 s after (goal
+    1.5 s: no). Load-independent: CPU seconds of the process up to its first answer, median of
+    5 (load 2.7-5.5): eco tools/list 2.79 -> 1.86 s against bare's 1.23-1.28 s (x2.18 -> x1.51).
     resident memory: bare 66.8 MB; eco warm 142.7 MB (goal 150 MB: yes); soak of 44,594 mixed
     calls in 120 s: 142.7 -> 142.9 -> 143.2 MB (no growth; not the 100,000 asked: bounded in time)
     Every call of every case answered a successful tool result (not_ok 0).
