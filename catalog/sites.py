@@ -16,6 +16,7 @@ Bad filter values raise EcoError("invalid_argument") naming the field.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass, field
@@ -190,23 +191,73 @@ def haversine_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     return 2 * r * math.asin(math.sqrt(a))
 
 
-def _site_word(site: SiteEntry, w: str) -> tuple[float, str] | None:
-    if w == site.code.lower():
-        return 10.0, "siteCode"
-    if w in site.tokens:
-        if w in words(site.name):
-            return 3.0, "siteName"
-        if w in (site.state_code.lower(), *words(site.state_name)):
-            return 2.0, "state"
-        return 1.5, "domain"
-    if len(w) >= 3 and any(t.startswith(w) for t in site.tokens):
-        return 1.0, "siteName"
-    if len(w) >= 5:
-        from rapidfuzz import fuzz
+WordMatch = tuple[float, str]
 
-        if any(fuzz.ratio(w, t) >= 80 for t in site.tokens):
-            return 0.6, "siteName"
-    return None
+
+@dataclass(frozen=True)
+class _SiteWords:
+    """Where each query word can match, for one index's sites: built once per index, so a word
+    is looked up (token table, a bisect over the sorted vocabulary, one fuzzy pass over it in
+    rapidfuzz) instead of being compared with every token of every site."""
+
+    by_code: dict[str, int]
+    by_token: dict[str, tuple[int, ...]]
+    name_words: tuple[frozenset[str], ...]
+    state_words: tuple[frozenset[str], ...]
+    vocab: tuple[str, ...]  # sorted
+
+    @classmethod
+    def of(cls, sites: list[SiteEntry] | tuple[SiteEntry, ...]) -> _SiteWords:
+        by_token: dict[str, list[int]] = {}
+        for pos, site in enumerate(sites):
+            for t in site.tokens:
+                by_token.setdefault(t, []).append(pos)
+        return cls(
+            by_code={site.code.lower(): pos for pos, site in enumerate(sites)},
+            by_token={t: tuple(ps) for t, ps in by_token.items()},
+            name_words=tuple(frozenset(words(site.name)) for site in sites),
+            state_words=tuple(frozenset((site.state_code.lower(), *words(site.state_name))) for site in sites),
+            vocab=tuple(sorted(by_token)),
+        )
+
+    def matches(self, w: str) -> dict[int, WordMatch]:
+        """Site position → (score, field) of the best way `w` matches that site: its code, one of
+        its tokens (from its name, state or domain), a token it begins (3+ letters), a token it
+        nearly is (5+ letters, ratio 80)."""
+        out: dict[int, WordMatch] = {}
+        code = self.by_code.get(w)
+        if code is not None:
+            out[code] = (10.0, "siteCode")
+        for pos in self.by_token.get(w, ()):
+            if pos not in out:
+                out[pos] = ((3.0, "siteName") if w in self.name_words[pos]
+                            else (2.0, "state") if w in self.state_words[pos] else (1.5, "domain"))
+        if len(w) >= 3:
+            at = bisect.bisect_left(self.vocab, w)
+            while at < len(self.vocab) and self.vocab[at].startswith(w):
+                for pos in self.by_token[self.vocab[at]]:
+                    out.setdefault(pos, (1.0, "siteName"))
+                at += 1
+        if len(w) >= 5:
+            from rapidfuzz import fuzz, process
+
+            for token, _, _ in process.extract(w, self.vocab, scorer=fuzz.ratio, processor=None,
+                                               score_cutoff=80, limit=None):
+                for pos in self.by_token[token]:
+                    out.setdefault(pos, (0.6, "siteName"))
+        return out
+
+
+_site_words: tuple[CatalogIndex | None, _SiteWords | None] = (None, None)
+
+
+def _words_of(idx: CatalogIndex) -> _SiteWords:
+    global _site_words
+    held_idx, held = _site_words
+    if held_idx is not idx or held is None:
+        held = _SiteWords.of(idx.sites)
+        _site_words = (idx, held)
+    return held
 
 
 def search_sites(
@@ -255,8 +306,10 @@ def search_sites(
         resolved["release"] = rr.echo()
     qwords = [w for w in words(query or "") if w not in STOPWORDS] if query else []
 
+    per_word = [_words_of(idx).matches(w) for w in qwords]
+
     hits: list[SiteHit] = []
-    for s in idx.sites:
+    for pos, s in enumerate(idx.sites):
         if domain and s.domain_code != domain:
             continue
         if state and s.state_code != state:
@@ -272,9 +325,8 @@ def search_sites(
             continue
         score, fields = 0.0, set()
         if qwords:
-            matches = [_site_word(s, w) for w in qwords]
-            found = [m for m in matches if m is not None]
-            if len(found) < len(matches):
+            found = [m[pos] for m in per_word if pos in m]
+            if len(found) < len(per_word):
                 continue
             score = sum(m[0] for m in found)
             fields = {m[1] for m in found}

@@ -14,7 +14,7 @@ from mcp_gateway import ports
 from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools.catalog_access import catalog_index, catalog_read, catalog_source
+from mcp_gateway.tools.catalog_access import catalog_index, catalog_source
 
 
 class SearchProductsInput(ToolInput):
@@ -62,7 +62,9 @@ def _search_steps(args: SearchProductsInput, items: list[ProductSummary], pg: Pa
 
 async def search_products_tool(args: SearchProductsInput, call: CallContext) -> SearchProductsOutput:
     idx = await catalog_index(call.cfg)
-    r = await catalog_read(search_products,
+    # The index is in memory and the search never touches the database: it runs on the loop, as a
+    # hop to the catalog-read pool and back costs more than the search (see catalog_index).
+    r = search_products(
         query=args.query, theme=args.theme, science_team=args.science_team,
         # Unset means ACTIVE, except that a bare product code finds the product whatever its status.
         status=args.status if "status" in args.model_fields_set else None,

@@ -14,7 +14,7 @@ from mcp_gateway import ports
 from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools.catalog_access import catalog_index, catalog_read
+from mcp_gateway.tools.catalog_access import catalog_index
 
 
 class SearchSitesInput(ToolInput):
@@ -59,8 +59,9 @@ def _steps(args: SearchSitesInput, items: list[SiteSummary], pg: Page, product: 
 async def search_sites_tool(args: SearchSitesInput, call: CallContext) -> SearchSitesOutput:
     cfg = call.cfg
     idx = await catalog_index(cfg)
-    r = await catalog_read(
-        search_sites, query=args.query, domain_code=args.domain_code, state_code=args.state_code,
+    # In memory, on the loop: see eco_search_products.
+    r = search_sites(
+        query=args.query, domain_code=args.domain_code, state_code=args.state_code,
         site_type=args.site_type, product=args.product, release=args.release, latitude=args.latitude,
         longitude=args.longitude, radius_km=args.radius_km, limit=args.limit, offset=args.offset, index=idx)
     notes: list[str] = []

@@ -71,3 +71,84 @@ def test_peek_index_gives_the_index_only_while_no_version_check_is_due(monkeypat
     clock.now -= index.CHECK_INTERVAL_S
     index.mark_dirty()
     assert index.peek_index(clock=clock) is None
+
+
+# -- the collector leaves a warm index alone -----------------------------------------------------
+
+class _Index:
+    """Stands in for a CatalogIndex: anything the collector tracks."""
+
+    def __init__(self) -> None:
+        self.products = [[n] for n in range(100)]
+
+
+@pytest.fixture
+def freezes(monkeypatch: pytest.MonkeyPatch):
+    import gc
+
+    from mcp_gateway.tools import catalog_access
+
+    monkeypatch.setattr(catalog_access, "_settled", None)
+    calls: list[int] = []
+    real = gc.freeze
+    monkeypatch.setattr(gc, "freeze", lambda: (calls.append(1), real())[1])
+    yield calls
+    gc.unfreeze()
+
+
+def test_a_new_index_is_moved_out_of_the_collectors_reach(freezes):
+    import gc
+
+    from mcp_gateway.tools.catalog_access import _settle
+
+    idx = _Index()
+    assert any(o is idx.products for o in gc.get_objects())
+    assert _settle(idx) is idx
+    assert not any(o is idx.products for o in gc.get_objects())  # full collections skip it now
+
+
+def test_the_same_index_is_frozen_once_and_the_next_one_again(freezes):
+    from mcp_gateway.tools.catalog_access import _settle
+
+    first, second = _Index(), _Index()
+    _settle(first)
+    _settle(first)
+    assert freezes == [1]
+    _settle(second)
+    assert freezes == [1, 1]
+
+
+def test_a_frozen_index_that_is_superseded_is_still_freed(freezes):
+    import weakref
+
+    from mcp_gateway.tools.catalog_access import _settle
+
+    idx = _Index()
+    _settle(idx)
+    gone = weakref.ref(idx)
+    del idx
+    _settle(_Index())
+    assert gone() is None  # no cycle holds it: reference counting frees it, frozen or not
+
+
+# -- Host/Origin verdicts ---------------------------------------------------------------------------
+
+def test_host_verdicts_are_kept_per_pair_and_stay_what_a_fresh_check_says(eco_cfg):
+    from mcp_gateway.origin import HostPolicy
+
+    policy = HostPolicy.from_config(eco_cfg.model_copy(update={"server": eco_cfg.server.model_copy(
+        update={"bind_address": "127.0.0.1", "allowed_hosts": ["mcp.example.org"]})}))
+    assert policy.enabled
+    for _ in range(2):
+        assert policy.check("mcp.example.org", None) is None
+        assert policy.check("evil.example", None) == (421, "Host 'evil.example' is not allowed")
+        assert policy.check("127.0.0.1:8080", "http://evil.example")[0] == 403
+
+
+def test_host_verdicts_kept_are_bounded_whatever_hosts_callers_invent(eco_cfg):
+    from mcp_gateway.origin import VERDICTS_KEPT, HostPolicy
+
+    policy = HostPolicy.from_config(eco_cfg)
+    for n in range(VERDICTS_KEPT * 3):
+        assert policy.check(f"h{n}.example", None) is not None or not policy.enabled
+    assert len(policy._verdicts) <= VERDICTS_KEPT
