@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Literal
+from typing import Any, Literal
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import multiprocess as _multiprocess
@@ -52,9 +52,18 @@ CATALOG_AGE = Gauge("eco_catalog_age_seconds", "Seconds since each catalog was l
                     multiprocess_mode="mostrecent")
 
 
+# The labelled children of the per-call series: tools and outcomes are a small closed set, and
+# looking a child up through `labels()` (lock, validation) cost more than recording the call.
+_tool_children: dict[tuple[str, str], tuple[Any, Any]] = {}
+
+
 def tool_call(tool: str, outcome: str, seconds: float) -> None:
-    TOOL_CALLS.labels(tool=tool, outcome=outcome).inc()
-    TOOL_CALL_SECONDS.labels(tool=tool).observe(seconds)
+    children = _tool_children.get((tool, outcome))
+    if children is None:
+        children = _tool_children[(tool, outcome)] = (TOOL_CALLS.labels(tool=tool, outcome=outcome),
+                                                      TOOL_CALL_SECONDS.labels(tool=tool))
+    children[0].inc()
+    children[1].observe(seconds)
 
 
 def upstream_request(endpoint: str, status: int | str, *, kind: str = "detail") -> None:

@@ -45,6 +45,19 @@ UPSTREAM_SPELLINGS: dict[str, tuple[str, ...]] = {
 }
 
 
+# A tool's spellings and fields never change once it is declared: worked out once per tool, not
+# on every call (keyed by name and input model, as a ToolSpec holds unhashable mappings).
+_NAMES: dict[tuple[str, type[ToolInput]], tuple[dict[str, str], list[str]]] = {}
+
+
+def _spellings(spec: ToolSpec) -> tuple[dict[str, str], list[str]]:
+    key = (spec.name, spec.input_model)
+    found = _NAMES.get(key)
+    if found is None:
+        found = _NAMES[key] = (accepted_names(spec), list(spec.input_model.model_fields))
+    return found
+
+
 def accepted_names(spec: ToolSpec) -> dict[str, str]:
     """Every spelling the tool accepts → its field name."""
     names = dict(spec.argument_names)
@@ -58,10 +71,6 @@ def accepted_names(spec: ToolSpec) -> dict[str, str]:
     return names
 
 
-def _valid_list(spec: ToolSpec) -> list[str]:
-    return list(spec.input_model.model_fields)
-
-
 def _describe(err: Mapping[str, Any], names: Mapping[str, str]) -> tuple[str, str]:
     loc = [str(p) for p in err.get("loc", ())]
     field = loc[0] if loc else "arguments"
@@ -71,9 +80,11 @@ def _describe(err: Mapping[str, Any], names: Mapping[str, str]) -> tuple[str, st
 
 
 def parse_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> ToolInput:
-    args = dict(arguments or {})
-    valid = _valid_list(spec)
-    names = accepted_names(spec)
+    args = arguments or {}
+    names, valid = _spellings(spec)
+    if not args:
+        # No arguments: every field takes its default (a required one is reported as missing).
+        return _validated(spec, "{}", names)
     by_field: dict[str, Any] = {}
     seen: dict[str, str] = {}
     for key, value in args.items():
@@ -83,7 +94,7 @@ def parse_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> Tool
             raise EcoError(
                 "invalid_argument",
                 f"unknown argument '{key}' for {spec.name}; valid arguments: {', '.join(valid) or '(none)'}",
-                details={"field": key, "validArguments": valid, "didYouMean": near},
+                details={"field": key, "validArguments": list(valid), "didYouMean": near},
             )
         if field in seen:
             raise EcoError(
@@ -98,6 +109,10 @@ def parse_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> Tool
         text = json.dumps(by_field, allow_nan=False)
     except (TypeError, ValueError):
         raise EcoError("invalid_argument", "arguments are not plain JSON values", details={"field": "arguments"}) from None
+    return _validated(spec, text, names)
+
+
+def _validated(spec: ToolSpec, text: str, names: Mapping[str, str]) -> ToolInput:
     try:
         return spec.input_model.model_validate_json(text, strict=True)
     except ValidationError as exc:

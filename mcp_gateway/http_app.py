@@ -21,8 +21,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
-import uuid
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -44,6 +44,7 @@ log = logging.getLogger("eco.gateway.http")
 logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
 
 MCP_PATHS = frozenset({"/mcp", "/mcp/"})
+_PADDING = (b" ", b"\t")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
@@ -104,7 +105,7 @@ class EcoHttpApp:
             return
         request_id = _header(scope, b"x-request-id")
         if request_id is None or not _REQUEST_ID.match(request_id):
-            request_id = uuid.uuid4().hex
+            request_id = os.urandom(16).hex()  # a random id, as uuid4's, without the UUID object
         scope.setdefault("state", {})["request_id"] = request_id
 
         path = scope.get("path", "")
@@ -169,7 +170,9 @@ class EcoHttpApp:
             return
         # Surrounding whitespace in a header value is not part of it (RFC 9110 §5.5): `Mcp-Name:
         # eco_ping ` names eco_ping (conformance scenario sep-2243-server-accepts-whitespace-header-value).
-        scope = {**scope, "headers": [(k, v.strip(b" \t")) for k, v in scope.get("headers", ())]}
+        headers = scope.get("headers", ())
+        if any(v[:1] in _PADDING or v[-1:] in _PADDING for _, v in headers):
+            scope = {**scope, "headers": [(k, v.strip(b" \t")) for k, v in headers]}
         version = _header(scope, b"mcp-protocol-version")
         if version is not None and version not in KNOWN_PROTOCOL_VERSIONS:
             # The SDK checks the header only against a modern envelope (-32020 when they differ,

@@ -14,11 +14,12 @@ Django's ALLOWED_HOSTS and CSRF_TRUSTED_ORIGINS are derived from the same policy
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from eco_core.config import EcoConfig
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+VERDICTS_KEPT = 256
 
 # host [":" port]: a DNS name or IPv4 literal, or a bracketed IPv6 literal; the port digits only.
 _HOST = re.compile(r"^(?P<host>\[[0-9a-f:.]+\]|[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_])?)(?::(?P<port>[0-9]{1,5}|\*))?$")
@@ -64,6 +65,8 @@ class HostPolicy:
     enabled: bool
     hosts: tuple[str, ...]
     origins: tuple[str, ...]
+    _verdicts: dict[tuple[str | None, str | None], tuple[int, str] | None] = field(
+        default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_config(cls, cfg: EcoConfig) -> HostPolicy:
@@ -84,9 +87,21 @@ class HostPolicy:
         return cls(enabled=cfg.dns_rebinding_protection, hosts=tuple(dict.fromkeys(hosts)), origins=tuple(dict.fromkeys(origins)))
 
     def check(self, host: str | None, origin: str | None) -> tuple[int, str] | None:
-        """None when allowed, else (HTTP status, reason)."""
+        """None when allowed, else (HTTP status, reason). Nearly every request of a deployment
+        sends one of a few Host/Origin pairs: their verdicts are kept (a bounded number, so
+        callers inventing headers cannot grow it)."""
         if not self.enabled:
             return None
+        key = (host, origin)
+        if key in self._verdicts:
+            return self._verdicts[key]
+        verdict = self._check(host, origin)
+        if len(self._verdicts) >= VERDICTS_KEPT:
+            self._verdicts.clear()
+        self._verdicts[key] = verdict
+        return verdict
+
+    def _check(self, host: str | None, origin: str | None) -> tuple[int, str] | None:
         if not host or not any(_host_matches(e, host) for e in self.hosts):
             return 421, f"Host {host!r} is not allowed"
         if origin is not None and not any(_origin_matches(e, origin) for e in self.origins):

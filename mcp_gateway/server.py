@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import mcp_types as types
 from mcp.server import Server
@@ -46,6 +46,28 @@ HOUR = 3600 * 1000
 DAY = 24 * HOUR
 
 
+def _wire(result: types.CallToolResult | types.InputRequiredResult) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+    """A tool result in its wire form. The SDK dumps a returned model to a dict, then validates
+    and dumps that dict again for the negotiated protocol version, then dumps the JSON-RPC reply:
+    each pass walks the whole structured content. Ours is plain JSON already (it was dumped in
+    JSON mode to measure the byte budget), so the first pass is done here without a walk; the
+    SDK's own validation for the protocol version still runs on it. Anything but plain text
+    content (never made today) is left to the SDK."""
+    if not isinstance(result, types.CallToolResult) or not all(
+            type(c) is types.TextContent and c.annotations is None and c.meta is None for c in result.content):
+        return result
+    wire: dict[str, Any] = {
+        "content": [{"type": "text", "text": c.text} for c in result.content],  # type: ignore[union-attr]
+        "isError": result.is_error,
+        "resultType": result.result_type,
+    }
+    if result.structured_content is not None:
+        wire["structuredContent"] = result.structured_content
+    if result.meta is not None:
+        wire["_meta"] = result.meta
+    return wire
+
+
 def _instructions(cfg: EcoConfig) -> str:
     extra = cfg.server.instructions_extra
     return INSTRUCTIONS + (f"\n\n{extra}" if extra else "")
@@ -62,7 +84,7 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         spec = registry.get(params.name)
         if spec is None:
             known = [s.name for s in registry.listed(http=http)]
@@ -84,13 +106,13 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
             request_state=params.request_state,
             input_responses=_responses(params.input_responses),
         )
-        return await execute(
+        return _wire(await execute(
             spec,
             params.arguments,
             call,
             token=choice.token,
             extra_meta={SERVER_INFO_META_KEY: server.server_info_stamp},
-        )
+        ))
 
     def _token_choice(ctx: ServerRequestContext[Any]) -> TokenChoice:
         return choose_token(cfg, ctx.request.headers if http and ctx.request is not None else None)
@@ -185,7 +207,9 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
         # Mcp-Param-* headers against the tool's schema.
         get_tool_input_schema=tool_input_schema,
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        # The runner takes a handler's dict as the result's wire form (mcp.server.runner's
+        # HandlerResult); the callback's declared type names only the models.
+        on_call_tool=cast(Any, call_tool),
         on_list_resources=list_resources,
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
