@@ -1,7 +1,7 @@
 """Speed held against the bare SDK: this service beside a bare `mcp` SDK server, in one run.
 
     .venv/bin/python bench/bench_vs_sdk.py [--seconds 8] [--rounds 1] [--soak-seconds 120] [--spawns 5]
-                                           [--no-pin] [--profile-dir DIR]
+                                           [--no-pin] [--profile-dir DIR] [--only stdio]
 
 Setup (loopback only, every loop bounded in time): the simulator; the four catalogs built once
 with `eco_catalog_refresh` into a throw-away SQLite data folder; then, one at a time, the bare
@@ -137,6 +137,7 @@ CASES: dict[str, list[tuple[str, dict[str, Any]]]] = {
 GOALS = {"eco_ping": 0.70, "eco_search_products": 0.60, "eco_search_sites": 0.60, "eco_get_product": 0.60,
          "eco_get_availability": 0.40}
 STDIO_TIMEOUT_S = 60.0
+SOAK_CHUNK_S = 10
 CATALOG_CASES = ("eco_search_products", "eco_search_sites", "eco_get_product")
 
 LUA = r"""
@@ -288,6 +289,50 @@ def _stdio_first(cmd: list[str], env: dict[str, str], request: dict[str, Any]) -
             proc.wait()
 
 
+def _capture_payloads(url: str, calls: list[tuple[str, dict[str, Any]]], path: Path) -> Path:
+    """The structured content this service answers for each argument set, for a bare server to
+    return (bare_sdk_server's ECO_BARE_PAYLOAD): the SDK's own cost for results of that size."""
+    import httpx
+
+    payloads = []
+    for n, (name, args) in enumerate(calls):
+        reply = httpx.post(url, timeout=30, headers={
+            "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": "tools/call", "Mcp-Name": name,
+        }, json={"jsonrpc": "2.0", "id": n + 1, "method": "tools/call",
+                 "params": {"name": name, "arguments": args, "_meta": META}})
+        data = next(ln for ln in reply.text.splitlines() if ln.startswith("data: "))
+        payloads.append(json.loads(data.removeprefix("data: "))["result"]["structuredContent"])
+    path.write_text(json.dumps(payloads, ensure_ascii=False))
+    return path
+
+
+def _soak(url: str, pid: int, calls_goal: int, seconds: float, workdir: Path) -> dict[str, Any]:
+    """Mixed catalog calls, RSS half-way and after: for `seconds`, or, given `calls_goal`, in
+    chunks of SOAK_CHUNK_S until that many calls (wrk stops on time only), `seconds` bounding it."""
+    mixed = [c for case in CASES for c in CASES[case]]
+    if not calls_goal:
+        half = _wrk(url, mixed, seconds / 2, workdir)
+        out: dict[str, Any] = {"rss_half_mb": _rss_mb(pid)}
+        _progress("soak half", {**half, **out})
+        rest = _wrk(url, mixed, seconds / 2, workdir)
+        return {**out, "rss_after_mb": _rss_mb(pid), "soak_calls": half["calls"] + rest["calls"],
+                "soak_not_ok": half["not_ok"] + rest["not_ok"], "soak_seconds": seconds}
+    out = {"soak_calls": 0, "soak_not_ok": 0, "rss_trace_mb": []}
+    started = time.monotonic()
+    while out["soak_calls"] < calls_goal and time.monotonic() - started < seconds:
+        chunk = _wrk(url, mixed, SOAK_CHUNK_S, workdir)
+        out["soak_calls"] += chunk["calls"]
+        out["soak_not_ok"] += chunk["not_ok"]
+        out["rss_trace_mb"].append(_rss_mb(pid))
+        if "rss_half_mb" not in out and out["soak_calls"] >= calls_goal / 2:
+            out.update({"rss_half_mb": out["rss_trace_mb"][-1], "calls_at_half": out["soak_calls"]})
+            _progress("soak half", out)
+    out.update({"rss_after_mb": _rss_mb(pid), "soak_seconds": round(time.monotonic() - started, 1),
+                "soak_calls_goal": calls_goal})
+    return out
+
+
 def bench_stdio(env: dict[str, str], spawns: int) -> dict[str, Any]:
     tools_list = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
     search = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -299,7 +344,7 @@ def bench_stdio(env: dict[str, str], spawns: int) -> dict[str, Any]:
         bare_t.append(_stdio_first(bare, env, tools_list))
         eco_t.append(_stdio_first(eco, env, tools_list))
         search_t.append(_stdio_first(eco, env, search))
-    out = {"bare_tools_list_s": round(statistics.median(bare_t), 3),
+    out: dict[str, Any] = {"bare_tools_list_s": round(statistics.median(bare_t), 3),
            "eco_tools_list_s": round(statistics.median(eco_t), 3),
            "eco_first_search_s": round(statistics.median(search_t), 3), "spawns": spawns,
            "all": {"bare": [round(t, 3) for t in bare_t], "eco": [round(t, 3) for t in eco_t],
@@ -312,18 +357,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--soak-seconds", type=float, default=120.0, help="mixed catalog calls for the memory check")
+    parser.add_argument("--soak-seconds", type=float, help="mixed catalog calls for the memory check (default 120;"
+                        " with --soak-calls, the time bound, default 1800)")
+    parser.add_argument("--soak-calls", type=int, default=0, help="soak to this many calls (issue 19: 100000)")
+    parser.add_argument("--same-payload", action="store_true",
+                        help="per case, also a bare server returning this service's own results for that case")
     parser.add_argument("--spawns", type=int, default=5)
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated subset of the cases")
     parser.add_argument("--pin", action=argparse.BooleanOptionalAction, default=(os.cpu_count() or 1) >= 2)
     parser.add_argument("--profile-dir", help="py-spy record this service per case into this folder")
+    parser.add_argument("--only", choices=["stdio", "soak"], help="run only this part (after the same setup)")
     opts = parser.parse_args()
-    if not (0 < opts.seconds <= 120 and 1 <= opts.rounds <= 10 and 0 <= opts.soak_seconds <= 900
-            and 0 <= opts.spawns <= 20):
-        parser.error("bounded run: seconds 0-120, rounds 1-10, soak 0-900 s, spawns 0-20")
+    if opts.soak_seconds is None:
+        opts.soak_seconds = 1800.0 if opts.soak_calls else 120.0
+    if not (0 < opts.seconds <= 120 and 1 <= opts.rounds <= 10 and 0 <= opts.soak_seconds <= 3600
+            and 0 <= opts.soak_calls <= 1_000_000 and 0 <= opts.spawns <= 20):
+        parser.error("bounded run: seconds 0-120, rounds 1-10, soak 0-3600 s and 0-1,000,000 calls, spawns 0-20")
     cases = [c for c in opts.cases.split(",") if c]
     cpus = set(range(1, os.cpu_count() or 2)) if opts.pin else None
-    if opts.pin:
+    if cpus:
         os.sched_setaffinity(0, cpus)  # this process and what it spawns stay off the servers' core
     report: dict[str, Any] = {"load_generator": "wrk" if shutil.which("wrk") else "python", "rounds": []}
     sim: subprocess.Popen | None = None
@@ -340,23 +392,27 @@ def main() -> None:
             subprocess.run([sys.executable, "manage.py", "eco_catalog_refresh", "--json"], cwd=REPO, env=env,
                            check=True, stdout=subprocess.DEVNULL)
             eco_memory: dict[str, Any] = {}
-            for _ in range(opts.rounds):
+            for _ in range(0 if opts.only == "stdio" else opts.rounds):
                 row: dict[str, Any] = {}
                 port = _free_port()
                 bare = _start([sys.executable, str(BARE), "--http", str(port)], env, port, opts.pin)
                 try:
-                    row["bare"] = _load(f"http://127.0.0.1:{port}/mcp", [("ping", {})], opts.seconds, work)
+                    row["bare"] = _load(f"http://127.0.0.1:{port}/mcp", [("ping", {})],
+                                        2 if opts.only == "soak" else opts.seconds, work)
                     row["bare"]["rss_mb"] = _rss_mb(bare.pid)
                     _progress("bare", row["bare"])
                 finally:
                     _stop(bare)
+                payloads: dict[str, Path] = {}
                 port = _free_port()
                 eco = _start([sys.executable, "manage.py", "eco_mcp", "--transport", "http", "--bind-address",
                               "127.0.0.1", "--bind-port", str(port), "--no-prewarm", "--log-level", "warning"],
                              env, port, opts.pin)
                 url = f"http://127.0.0.1:{port}/mcp"
                 try:
-                    for case in cases:
+                    if opts.only == "soak":  # the catalog and the result memos warm, as after the cases
+                        _load(url, [c for case in CASES for c in CASES[case]], 5, work)
+                    for case in [] if opts.only == "soak" else cases:
                         spy = _profiled(opts.profile_dir, case, eco.pid, opts.seconds)
                         res = _load(url, CASES[case], opts.seconds, work)
                         if spy:
@@ -365,21 +421,30 @@ def main() -> None:
                         res["ratio_p99"] = round(res["p99_ms"] / row["bare"]["p99_ms"], 2)
                         row[case] = res
                         _progress(case, res)
+                        if opts.same_payload:
+                            payloads[case] = _capture_payloads(url, CASES[case], work / f"payload.{case}.json")
                     eco_memory = {"rss_warm_mb": _rss_mb(eco.pid)}
                     if opts.soak_seconds and shutil.which("wrk"):
-                        mixed = [c for case in CASES for c in CASES[case]]
-                        half = _wrk(url, mixed, opts.soak_seconds / 2, work)
-                        eco_memory["rss_half_mb"] = _rss_mb(eco.pid)
-                        _progress("soak half", {**half, **eco_memory})
-                        rest = _wrk(url, mixed, opts.soak_seconds / 2, work)
-                        eco_memory.update({"rss_after_mb": _rss_mb(eco.pid), "soak_calls": half["calls"] + rest["calls"],
-                                           "soak_not_ok": half["not_ok"] + rest["not_ok"],
-                                           "soak_seconds": opts.soak_seconds})
+                        eco_memory.update(_soak(url, eco.pid, opts.soak_calls, opts.soak_seconds, work))
                 finally:
                     _stop(eco)
+                for case, payload in payloads.items():
+                    # After this service stopped, so the two servers never share the pinned core.
+                    port = _free_port()
+                    bare = _start([sys.executable, str(BARE), "--http", str(port)],
+                                  {**env, "ECO_BARE_PAYLOAD": str(payload)}, port, opts.pin)
+                    try:
+                        same = _load(f"http://127.0.0.1:{port}/mcp", [("ping", {})] * len(CASES[case]),
+                                     opts.seconds, work)
+                    finally:
+                        _stop(bare)
+                    row[case]["same_payload_bare"] = same
+                    row[case]["ratio_same_payload"] = round(row[case]["calls_per_s"] / same["calls_per_s"], 2)
+                    _progress(f"bare returning {case}'s results", same)
                 report["rounds"].append(row)
-            report["memory"] = {"bare_rss_mb": report["rounds"][-1]["bare"]["rss_mb"], **eco_memory}
-            if opts.spawns:
+            if report["rounds"]:
+                report["memory"] = {"bare_rss_mb": report["rounds"][-1]["bare"]["rss_mb"], **eco_memory}
+            if opts.spawns and opts.only != "soak":
                 report["stdio"] = bench_stdio(env, opts.spawns)
         finally:
             if sim is not None:
@@ -389,7 +454,8 @@ def main() -> None:
 
 
 def _table(report: dict[str, Any]) -> str:
-    lines = [f"{'case':24} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'ratio':>6} {'p99 x':>6} {'goal':>6} not_ok"]
+    lines = [f"{'case':24} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'ratio':>6} {'p99 x':>6} {'goal':>6} not_ok"
+             "  [same-payload bare calls/s, ratio]"]
     for n, row in enumerate(report["rounds"]):
         b = row["bare"]
         lines.append(f"round {n + 1}")
@@ -399,7 +465,9 @@ def _table(report: dict[str, Any]) -> str:
             if case in row:
                 r = row[case]
                 lines.append(f"{case:24} {r['calls_per_s']:9.1f} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f}"
-                             f" {r['ratio_calls_per_s']:6.2f} {r['ratio_p99']:6.2f} {goal:6.2f} {r['not_ok']}")
+                             f" {r['ratio_calls_per_s']:6.2f} {r['ratio_p99']:6.2f} {goal:6.2f} {r['not_ok']}"
+                             + (f"  {r['same_payload_bare']['calls_per_s']:.1f} {r['ratio_same_payload']:.2f}"
+                                if "same_payload_bare" in r else ""))
     lines.append(f"memory: {json.dumps(report.get('memory'))}")
     if "stdio" in report:
         s = report["stdio"]
