@@ -42,14 +42,22 @@ def plain_name(name: str, field: str = "file name") -> str:
     return name
 
 
-def confine(root: Path, rel: PurePosixPath, field: str = "dest_subdir") -> Path:
-    """root/rel, refused unless it resolves (symlinks followed) inside root."""
-    real_root = Path(os.path.realpath(root))
-    target = Path(os.path.realpath(real_root.joinpath(*rel.parts)))
-    if target != real_root and real_root not in target.parents:
+def real_root(root: Path) -> Path:
+    """The download directory with symlinks resolved, for confine(..., resolved=True)."""
+    return Path(os.path.realpath(root))
+
+
+def confine(root: Path, rel: PurePosixPath, field: str = "dest_subdir", *, resolved: bool = False) -> Path:
+    """root/rel, refused unless it resolves (symlinks followed) inside root. `resolved`: root is
+    real_root(root) already (a plan checks every file against the same root)."""
+    base = str(root if resolved else real_root(root))
+    target = os.path.realpath(os.path.join(base, *rel.parts))
+    # Compared as text: both are normalised absolute paths, and PurePath.parents costs a path
+    # object per level for every file.
+    if target != base and not target.startswith(base.rstrip("/") + "/"):
         raise denied(f"{field}: {rel} resolves outside the download directory (a symlink?)", field=field,
                      path=str(rel))
-    return target
+    return Path(target)
 
 
 def host_matcher(patterns: Iterable[str]) -> Callable[[str], bool]:

@@ -198,8 +198,9 @@ def check(plan: Plan, cfg: EcoConfig, req: Request) -> None:
         raise EcoError("download_limit_exceeded", "download plan too large: " + "; ".join(over)
                        + " (narrow the selectors or call again for the rest)", details=totals)
     allowed = paths.host_matcher(d.allowed_hosts)
+    root = paths.real_root(plan.root)
     for item in plan.items:
         paths.check_url(item.url, allowed)
-        target = paths.confine(plan.root, item.rel)
+        target = paths.confine(root, item.rel, resolved=True)
         if req.if_exists == "error" and (target.exists() or target.is_symlink()):
             raise paths.denied(f"if_exists: {item.rel} already exists", field="if_exists", path=str(item.rel))
