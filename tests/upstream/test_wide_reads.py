@@ -1,0 +1,49 @@
+"""Responses are read up to READ_BYTES at a time (httpcore asks for 64 KiB), except where httpx
+must build its own transports to honour the proxy variables."""
+
+from __future__ import annotations
+
+import httpcore
+import httpx
+import pytest
+
+from upstream import http as up_http
+
+
+class _Recorder(httpcore.AsyncNetworkStream):
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self.asked.append(max_bytes)
+        return b""
+
+    async def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.AsyncNetworkStream:  # type: ignore[no-untyped-def]
+        return self
+
+
+async def test_a_read_for_64_kib_asks_the_socket_for_read_bytes_also_after_tls_starts():
+    inner = _Recorder()
+    stream = up_http._WideStream(inner)
+    await stream.read(64 * 1024)
+    tls = await stream.start_tls(up_http._ssl_context(), "example.org")
+    await tls.read(64 * 1024)
+    assert inner.asked == [up_http.READ_BYTES, up_http.READ_BYTES]
+
+
+async def test_a_read_for_more_than_read_bytes_is_passed_on_unchanged():
+    inner = _Recorder()
+    await up_http._WideStream(inner).read(up_http.READ_BYTES * 2)
+    assert inner.asked == [up_http.READ_BYTES * 2]
+
+
+def test_without_proxy_variables_the_client_reads_wide(monkeypatch):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert isinstance(up_http._wide_read_transport(httpx.Limits()), up_http._WideReadTransport)
+
+
+@pytest.mark.parametrize("name", ["HTTPS_PROXY", "http_proxy"])
+def test_with_a_proxy_variable_httpx_builds_its_own_transports(monkeypatch, name):
+    monkeypatch.setenv(name, "http://proxy.invalid:3128")
+    assert up_http._wide_read_transport(httpx.Limits()) is None
