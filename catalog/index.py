@@ -544,7 +544,14 @@ def get_index(*, clock=time.monotonic) -> CatalogIndex:
         key = _key(versions)
         idx = _held.get(key)
         if idx is None:
-            idx = build_index(versions, info)
+            # A new process takes the index of these catalogs that the last build left in the
+            # data folder (catalog.index_snapshot), far cheaper than building it again.
+            from catalog import index_snapshot
+
+            idx = index_snapshot.load(versions, info)
+            if idx is None:
+                idx = build_index(versions, info)
+                index_snapshot.save(idx)
         else:
             idx.info = info  # same catalogs, newer state: see the module docstring
         _hold(key, idx)
