@@ -164,3 +164,10 @@ def test_provisional_as_release_filter_is_invalid_argument(idx):
     with pytest.raises(EcoError) as exc:
         search_products(release="PROVISIONAL", index=idx)
     assert exc.value.code == "invalid_argument"
+
+
+def test_did_you_mean_names_products_that_hold_a_word_of_the_query(idx):
+    r = search_products(query="mosquito pathogen soyl", index=idx)
+    assert r.total == 0 and r.did_you_mean
+    names = [s for s in r.did_you_mean if s != "mosquito pathogen soil"]  # the spelling fix comes first
+    assert names and all(any(w in n.lower() for w in ("mosquito", "pathogen", "soil")) for n in names)
