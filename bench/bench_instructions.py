@@ -170,10 +170,20 @@ def _capture(case: str, env: dict[str, str], work: Path) -> Path:
     return out
 
 
-def _measure(case: str, calls: int, env: dict[str, str], work: Path) -> int:
+def _encoded_bytes(path: Path) -> int:
+    """The mean size of the captured results' text content (bytes): the result's size on the wire
+    is about twice that, as the structured content carries the same JSON again."""
+    payloads = json.loads(path.read_text())
+    return round(sum(len(json.dumps(p, separators=(",", ":"), ensure_ascii=False).encode()) for p in payloads)
+                 / len(payloads))
+
+
+def _measure(case: str, calls: int, env: dict[str, str], work: Path, sizes: dict[str, int]) -> int:
     out = work / f"callgrind.{case}"
     if case.startswith(BARE_AS):
-        env = {**env, "ECO_BARE_PAYLOAD": str(_capture(case.removeprefix(BARE_AS), env, work))}
+        payload = _capture(case.removeprefix(BARE_AS), env, work)
+        sizes[case.removeprefix(BARE_AS)] = _encoded_bytes(payload)
+        env = {**env, "ECO_BARE_PAYLOAD": str(payload)}
     run = subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
                           sys.executable, __file__, "--child", case, "--calls", str(calls)],
                          cwd=REPO, env={**env, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, timeout=1800)
@@ -211,23 +221,24 @@ def main() -> None:
             subprocess.run([sys.executable, "manage.py", "eco_catalog_refresh", "--json"], cwd=REPO, env=env,
                            check=True, stdout=subprocess.DEVNULL)
             results: dict[str, int] = {}
+            sizes: dict[str, int] = {}
             for case in [c for c in opts.cases.split(",") if c]:
                 started = time.monotonic()
-                results[case] = _measure(case, opts.calls, env, Path(data_dir))
+                results[case] = _measure(case, opts.calls, env, Path(data_dir), sizes)
                 print(f"{case}: {results[case]:,} instructions per call ({time.monotonic() - started:.0f} s)",
                       file=sys.stderr, flush=True)
         finally:
             sim.terminate()
             sim.wait(timeout=20)
     bare = results.get("bare")
-    print(f"{'case':24} {'instr/call':>12} {'x bare':>7} {'same-payload bare':>18} {'x floor':>8}")
+    print(f"{'case':24} {'instr/call':>12} {'x bare':>7} {'same-payload bare':>18} {'x floor':>8} {'text B':>7}")
     for case, n in results.items():
         if case.startswith(BARE_AS) and case.removeprefix(BARE_AS) in results:
             continue
         # Rate ratios (bare's instructions / this case's): 1.00 is as fast as that bare server.
         floor = results.get(BARE_AS + case)
         print(f"{case:24} {n:>12,} {bare / n if bare else float('nan'):>7.2f}"
-              + (f" {floor:>18,} {floor / n:>8.2f}" if floor else ""))
+              + (f" {floor:>18,} {floor / n:>8.2f} {sizes[case]:>7,}" if floor else ""))
 
 
 if __name__ == "__main__":
