@@ -42,22 +42,34 @@ def plain_name(name: str, field: str = "file name") -> str:
     return name
 
 
-def real_root(root: Path) -> Path:
-    """The download directory with symlinks resolved, for confine(..., resolved=True)."""
-    return Path(os.path.realpath(root))
+def confine(root: Path, rel: PurePosixPath, field: str = "dest_subdir") -> Path:
+    """root/rel, refused unless it resolves (symlinks followed) inside root."""
+    return Confiner(root)(rel, field)
 
 
-def confine(root: Path, rel: PurePosixPath, field: str = "dest_subdir", *, resolved: bool = False) -> Path:
-    """root/rel, refused unless it resolves (symlinks followed) inside root. `resolved`: root is
-    real_root(root) already (a plan checks every file against the same root)."""
-    base = str(root if resolved else real_root(root))
-    target = os.path.realpath(os.path.join(base, *rel.parts))
-    # Compared as text: both are normalised absolute paths, and PurePath.parents costs a path
-    # object per level for every file.
-    if target != base and not target.startswith(base.rstrip("/") + "/"):
-        raise denied(f"{field}: {rel} resolves outside the download directory (a symlink?)", field=field,
-                     path=str(rel))
-    return Path(target)
+class Confiner:
+    """confine() for the many files of one plan: the root and each directory are resolved once
+    (realpath costs an lstat per path component), then each file needs one lstat to show its
+    own name is not a symlink; a name that is one is resolved in full."""
+
+    def __init__(self, root: Path) -> None:
+        self.base = os.path.realpath(root)
+        self.inside = self.base.rstrip("/") + "/"
+        self.dirs: dict[str, str] = {}
+
+    def __call__(self, rel: PurePosixPath, field: str = "dest_subdir") -> Path:
+        parent, _, name = str(rel).rpartition("/")
+        real_dir = self.dirs.get(parent)
+        if real_dir is None:
+            real_dir = self.dirs[parent] = os.path.realpath(os.path.join(self.base, parent))
+        target = os.path.join(real_dir, name) if name else real_dir
+        if name in ("", ".", "..") or os.path.islink(target):
+            target = os.path.realpath(target)
+        # Compared as text: both are normalised absolute paths.
+        if target != self.base and not target.startswith(self.inside):
+            raise denied(f"{field}: {rel} resolves outside the download directory (a symlink?)", field=field,
+                         path=str(rel))
+        return Path(target)
 
 
 def host_matcher(patterns: Iterable[str]) -> Callable[[str], bool]:

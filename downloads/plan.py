@@ -130,11 +130,14 @@ async def make_plan(*, idx: CatalogIndex, client: UpstreamClient, cfg: EcoConfig
                                release=req.release, include_provisional=req.include_provisional,
                                filters=req.filters)
         listing = await list_site_months(client, cfg, sel)
+        cites: dict[str, tuple[str | None, str]] = {}  # by release: a plan's files share one or two
         if source == "data":
             for f in listing.files:
-                doi, cite = _citation(idx, sel.product, f.release)
+                if f.release not in cites:
+                    cites[f.release] = _citation(idx, sel.product, f.release)
+                doi, cite = cites[f.release]
                 items.append(Item(
-                    url=f.url or "", rel=base / sel.product / f.site_code / f.month / paths.plain_name(f.name),
+                    url=f.url or "", rel=base.joinpath(sel.product, f.site_code, f.month, paths.plain_name(f.name)),
                     name=f.name, source="data", size=f.size, md5=f.md5, token_only=False, product=sel.product,
                     site=f.site_code, month=f.month, release=f.release, doi=doi, citation=cite))
         else:
@@ -198,9 +201,9 @@ def check(plan: Plan, cfg: EcoConfig, req: Request) -> None:
         raise EcoError("download_limit_exceeded", "download plan too large: " + "; ".join(over)
                        + " (narrow the selectors or call again for the rest)", details=totals)
     allowed = paths.host_matcher(d.allowed_hosts)
-    root = paths.real_root(plan.root)
+    confine = paths.Confiner(plan.root)
     for item in plan.items:
         paths.check_url(item.url, allowed)
-        target = paths.confine(root, item.rel, resolved=True)
+        target = confine(item.rel)
         if req.if_exists == "error" and (target.exists() or target.is_symlink()):
             raise paths.denied(f"if_exists: {item.rel} already exists", field="if_exists", path=str(item.rel))

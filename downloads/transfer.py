@@ -23,7 +23,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 import httpx
@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("eco.downloads")
 
 CHUNK = 1 << 20
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 # Body bytes gathered before one write + MD5 batch (see _Sink).
 FLUSH_AT = 1 << 20
 PROGRESS_EVERY_S = 2.0
@@ -149,28 +151,31 @@ class _Sink:
     per file. The last batch, the close, the checks and the rename are one job: most data files
     are a single batch, so a file costs one thread hop."""
 
-    def __init__(self, part: Path, mode: str, h: hashlib._Hash) -> None:
-        self.part, self.mode, self.h = part, mode, h
-        self.fh: BinaryIO | None = None
+    def __init__(self, part: Path, append: bool, h: hashlib._Hash) -> None:
+        self.part, self.append, self.h = part, append, h
+        self.fd: int | None = None
         self.buf: list[bytes] = []
         self.held = 0
         self.pending: asyncio.Future[None] | None = None
         self.done = False
 
     def _put(self, data: bytes) -> None:
-        if self.fh is None:
-            self.fh = self.part.open(self.mode)  # type: ignore[assignment]
-            assert self.fh is not None
+        # os.open, not open(): a file object adds fstat, isatty and lseek calls, and each call
+        # into the kernel hands the GIL back and forth with the loop.
+        if self.fd is None:
+            self.fd = os.open(self.part, _APPEND if self.append else _CREATE, 0o666)
         if data:
-            self.fh.write(data)
             self.h.update(data)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view):]
 
     def _put_and_close(self, data: bytes) -> None:
         try:
             self._put(data)
         finally:
-            if self.fh is not None:
-                self.fh.close()
+            if self.fd is not None:
+                os.close(self.fd)
 
     def add(self, chunk: bytes) -> bool:
         """Hold `chunk`; True when a batch is due (then `await spill()`)."""
@@ -215,7 +220,7 @@ class _Sink:
             await self._drain()
         finally:
             data = self._take()
-            if data or self.fh is not None:
+            if data or self.fd is not None:
                 await asyncio.to_thread(self._put_and_close, data)
 
 
@@ -248,7 +253,7 @@ class Transfer:
         # Bodies that have arrived and wait for their last write: bounded, so a slow disk holds
         # the transfers back instead of piling up FLUSH_AT bytes per finished file in memory.
         self.finishing = asyncio.Semaphore(cfg.eco.max_concurrency)
-        self.root = paths.real_root(plan.root)
+        self.confine = paths.Confiner(plan.root)
         self.created: list[Path] = []
         self.present: set[Path] = set()
 
@@ -278,7 +283,7 @@ class Transfer:
             return await self._one(item, old, slot)
 
     async def _one(self, item: Item, old: dict | None, slot: _Slot) -> DownloadedFileOut:
-        target = paths.confine(self.root, item.rel, resolved=True)
+        target = self.confine(item.rel)
         changed = manifest.changed(old, item.md5, item.release)
         out = dict(path=str(item.rel), name=item.name, source=item.source, md5=item.md5, product_code=item.product,
                    site_code=item.site, month=item.month, release=item.release, changed_upstream=changed)
@@ -334,12 +339,11 @@ class Transfer:
             if resumed:
                 await asyncio.to_thread(_hash_into, h, part)
                 size = offset
-                mode = "ab"
             else:
-                size, mode = 0, "wb"
+                size = 0
             limit = self.cfg.downloads.max_file_bytes
             self._mkdirs(target.parent)
-            sink = _Sink(part, mode, h)
+            sink = _Sink(part, resumed, h)
             progress = self.progress
             try:
                 async for chunk in resp.aiter_raw():

@@ -62,6 +62,21 @@ def test_a_symlink_inside_the_directory_pointing_out_is_denied(tmp_path: Path):
     assert exc.value.code == "download_denied"
 
 
+def test_a_plan_s_confiner_denies_a_file_that_is_a_symlink_out_beside_files_it_allows(tmp_path: Path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "d").mkdir(parents=True)
+    outside.mkdir()
+    (root / "d" / "escape.csv").symlink_to(outside / "escape.csv")
+    (root / "d" / "inside.csv").symlink_to(root / "d" / "real.csv")
+    confine = paths.Confiner(root)
+    assert confine(PurePosixPath("d/a.csv")) == (root / "d" / "a.csv").resolve()
+    assert confine(PurePosixPath("d/inside.csv")) == (root / "d" / "real.csv").resolve()
+    with pytest.raises(EcoError) as exc:
+        confine(PurePosixPath("d/escape.csv"))
+    assert exc.value.code == "download_denied"
+    assert confine(PurePosixPath("d/b.csv")) == (root / "d" / "b.csv").resolve()
+
+
 def test_host_wildcards_match_subdomains_only():
     allowed = paths.host_matcher(["data.neonscience.org", "*.storage.googleapis.com"])
     assert allowed("data.neonscience.org") and allowed("neon.storage.googleapis.com")
