@@ -86,9 +86,10 @@ def run(options: dict[str, Any], *, transport: str | None = None) -> int:
         sys.stdout.write(json.dumps(verdict, indent=2) + "\n")
         return 0 if verdict.get("reachable") else 1
 
-    from eco_service.bootstrap import prepare_database
+    if cfg.is_http:  # stdio prepares it while its first answers (the tool list) go out
+        from eco_service.bootstrap import prepare_database
 
-    prepare_database()
+        prepare_database()
     try:
         if cfg.is_http:
             from mcp_gateway.http_app import serve_http

@@ -3,22 +3,39 @@ MCP framing; every word for people goes to stderr."""
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import logging
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server
+from mcp.server.context import CallNext, ServerRequestContext
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp_types import INVALID_REQUEST, PARSE_ERROR
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from pydantic import ValidationError
 
 from eco_core import __version__
 from eco_core.config import EcoConfig
-from mcp_gateway.server import build_server
+from eco_core.redact import scrub
 
 log = logging.getLogger("eco.gateway")
+
+# Requests answered before the set-up finishes: none reads the database or a model (the tool list
+# comes from the kept listing). initialize is the SDK runner's own and never reaches the gate.
+WITHOUT_SETUP = frozenset({"ping", "tools/list", "prompts/list", "server/discover"})
+# The set-up starts this long after the answers asked so far went to the SDK's writer, which then
+# serializes and flushes them (the write waits for the interpreter the set-up would hold).
+AFTER_ANSWERS_S = 0.05
+# With no input at all this long after start, the set-up begins anyway: a client that connects and
+# waits finds the database ready.
+IDLE_BEFORE_SETUP_S = 1.0
 
 
 def _unreadable_line_error(exc: Exception) -> SessionMessage:
@@ -27,12 +44,56 @@ def _unreadable_line_error(exc: Exception) -> SessionMessage:
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)))
 
 
+class _Setup:
+    """What only calls need, done once, in a worker thread, when first due: Django's apps (when the
+    command started without them), the database's migrations, the resources module. Due when a
+    request needs it, shortly after the answers asked so far are out, after IDLE_BEFORE_SETUP_S
+    without input, or at the end of input: so the first answers (initialize, tools/list) do not
+    share the interpreter with it."""
+
+    def __init__(self, work: Callable[[], None]) -> None:
+        self._work = work
+        self.due = anyio.Event()
+        self.done = anyio.Event()
+        self.failure: str | None = None
+
+    async def run(self) -> None:
+        await self.due.wait()
+        try:
+            await anyio.to_thread.run_sync(self._work)
+        except Exception as exc:
+            self.failure = scrub(f"{type(exc).__name__}: {exc}")
+            log.exception("the stdio server could not finish starting; calls will answer an error")
+        finally:
+            self.done.set()
+
+    async def ready(self) -> None:
+        self.due.set()
+        await self.done.wait()
+        if self.failure is not None:
+            raise MCPError(code=INTERNAL_ERROR, message=f"the server could not finish starting: {self.failure}",
+                           data={"code": "internal_error", "hint": "the server's stderr has the details"})
+
+
+def _gate(server: Server[Any], setup: _Setup) -> Any:
+    """Server middleware: a request the server handles, other than WITHOUT_SETUP, waits for the set-up
+    (and gets its failure as the error); notifications and unknown methods pass straight on."""
+
+    async def gate(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+        if ctx.method not in WITHOUT_SETUP and server.get_request_handler(ctx.method) is not None:
+            await setup.ready()
+        return await call_next(ctx)
+
+    return gate
+
+
 class _AnsweredWriter:
     """The server's write side, noting each request it answers, so the end of input can wait
-    for the calls still running."""
+    for the calls still running, and so the set-up can start once nothing is waiting for an answer."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, on_idle: Callable[[], None]) -> None:
         self.inner = inner
+        self.on_idle = on_idle
         self.pending: set[Any] = set()
         self.idle = anyio.Event()
         self.idle.set()
@@ -47,6 +108,7 @@ class _AnsweredWriter:
             self.pending.discard(item.message.id)
             if not self.pending:
                 self.idle.set()
+                self.on_idle()
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -61,44 +123,185 @@ class _AnsweredWriter:
         return getattr(self.inner, name)
 
 
-async def _serve_stream(server: Server[Any], read_stream: Any, write_stream: Any) -> None:
+async def _serve_stream(server: Server[Any], read_stream: Any, write_stream: Any, setup: _Setup) -> None:
     """Serve one stream pair; a line that is not a JSON-RPC message gets the JSON-RPC error with
     a null id (the SDK would drop it silently, leaving the client waiting). When the input ends,
     the server's input stays open until every request read so far is answered: the SDK cancels
     what is still running when its input closes, and a client that sends a tools/call and then
-    closes stdin (a script, `echo ... | eco_mcp_stdio`) would get no answer."""
+    closes stdin (a script, `echo ... | eco_mcp_stdio`) would get no answer. The set-up runs
+    during the session (see _Setup), and by its end at the latest: the database is prepared on
+    every run, as when it was done before serving."""
     send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    writer = _AnsweredWriter(write_stream)
+    answered = anyio.Event()
+    writer = _AnsweredWriter(write_stream, answered.set)
+    received = anyio.Event()
 
     async def relay() -> None:
         async with send:
             async for item in read_stream:
+                received.set()
                 if isinstance(item, Exception):
                     await write_stream.send(_unreadable_line_error(item))
                     continue
                 if isinstance(item.message, types.JSONRPCRequest):
                     writer.asked(item.message.id)
                 await send.send(item)
+            setup.due.set()
             await writer.idle.wait()
 
+    async def due_after_answers() -> None:
+        await answered.wait()
+        await anyio.sleep(AFTER_ANSWERS_S)
+        setup.due.set()
+
+    async def due_when_silent() -> None:
+        await anyio.sleep(IDLE_BEFORE_SETUP_S)
+        if not received.is_set():
+            setup.due.set()
+
     async with anyio.create_task_group() as tg:
+        tg.start_soon(setup.run)
+        tg.start_soon(due_after_answers)
+        tg.start_soon(due_when_silent)
         tg.start_soon(relay)
         await server.run(receive, writer, server.create_initialization_options())
+        setup.due.set()
+        await setup.done.wait()
+        tg.cancel_scope.cancel()
+
+
+def _import_server_module() -> Any:
+    """mcp_gateway.server, importable before Django's apps are loaded: it imports
+    mcp_gateway.resources, whose own imports define catalog models, so that one module is made
+    lazy (importlib's LazyLoader runs it at its first attribute use: in a resources/* or
+    completion request, which waits for the set-up, or in the set-up itself)."""
+    from django.apps import apps
+
+    name = "mcp_gateway.resources"
+    if not apps.ready and name not in sys.modules:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.loader is not None
+        spec.loader = importlib.util.LazyLoader(spec.loader)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        import mcp_gateway
+
+        mcp_gateway.resources = module  # type: ignore[attr-defined]
+    from mcp_gateway import server
+
+    return server
+
+
+def _load_apps() -> None:
+    """The rest of django.setup() when run_command started without it (the apps are not loaded):
+    Django's whole logging configuration (run_command applied only this project's LOGGING), then
+    the level the eco configuration chose, as eco_service.cli does after django.setup(); the URL
+    prefix; the apps."""
+    from django.apps import apps
+    from django.conf import settings
+    from django.urls import set_script_prefix
+    from django.utils.log import configure_logging
+
+    from eco_core.config import get_config
+    from eco_service import cli
+
+    if not apps.ready:
+        configure_logging(settings.LOGGING_CONFIG, settings.LOGGING)
+        cli.configure_logging(get_config())
+        set_script_prefix("/" if settings.FORCE_SCRIPT_NAME is None else settings.FORCE_SCRIPT_NAME)
+        apps.populate(settings.INSTALLED_APPS)
+
+
+def _finish_setup() -> None:
+    from django.db import connections
+
+    from eco_service.bootstrap import prepare_database
+
+    _load_apps()
+    try:
+        prepare_database()
+    finally:
+        connections.close_all()  # this worker thread's own connections
+    import mcp_gateway.resources
+
+    mcp_gateway.resources.RESOURCES  # noqa: B018  (runs a lazy module here, not in a request)
 
 
 def serve_stdio(cfg: EcoConfig) -> None:
+    """Serve until stdin ends. The tool list comes from the listing kept in the data folder when
+    the code is unchanged (no tool module import); Django's apps, when not loaded yet, and the
+    database are made ready while the first answers go out (see _Setup). A set-up that fails is
+    logged, answered as an error to every request that needed it, and ends the run with status 1."""
     from django.conf import settings
-    from mcp.server.stdio import stdio_server
+    from django.core.exceptions import AppRegistryNotReady
 
     from mcp_gateway.registry import use_kept_registry
 
-    # A desktop agent starts this server and waits for its tool list: the list comes from the one
-    # kept in the data folder when the code is unchanged, without importing the tool modules.
-    server = build_server(cfg, use_kept_registry(Path(settings.DATA_DIR) / "cache"))
+    server_module = _import_server_module()
+    folder = Path(settings.DATA_DIR) / "cache"
+    try:
+        registry = use_kept_registry(folder)
+    except AppRegistryNotReady:
+        # No listing kept for this code yet: listing the tools imports their modules, and with them
+        # the models, so the apps load now (the listing written here serves the next start).
+        _load_apps()
+        registry = use_kept_registry(folder)
+    server = server_module.build_server(cfg, registry)
+    setup = _Setup(_finish_setup)
+    server.middleware.append(_gate(server, setup))
 
     async def run() -> None:
+        from mcp.server.stdio import stdio_server
+
         async with stdio_server() as (read_stream, write_stream):
-            await _serve_stream(server, read_stream, write_stream)
+            await _serve_stream(server, read_stream, write_stream, setup)
 
     log.info("eco-mcp %s serving MCP on stdio", __version__)
     anyio.run(run)
+    if setup.failure is not None:
+        raise SystemExit(1)
+
+
+def _serving_options(args: list[str]) -> dict[str, Any] | None:
+    """The command's options when `args` only asks to serve, in exactly the spelling Django's
+    parser would read the same way; None for anything else (--version, --print-config, --check,
+    Django's own flags, abbreviations, mistakes), which Django's command then handles as always."""
+    from eco_service import cli
+
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    cli.add_arguments(parser, transport_choice=False, with_version=False)
+    try:
+        options, rest = parser.parse_known_args(args)
+    except argparse.ArgumentError:
+        return None
+    if rest or options.print_config or options.check:
+        return None
+    return vars(options)
+
+
+def run_command(args: list[str]) -> int | None:
+    """`manage.py eco_mcp_stdio ARGS` without django.setup() ahead of the command: the same flags,
+    configuration checks and exit statuses as the Django command (eco_service.cli.run), with the
+    apps loaded by serve_stdio after the first answers. None: not handled here (see
+    _serving_options, and settings that do not load), the caller runs Django's command."""
+    options = _serving_options(args)
+    if options is None:
+        return None
+    from django.conf import settings
+
+    try:
+        logging_config, logging_settings = settings.LOGGING_CONFIG, settings.LOGGING
+    except Exception:  # Django's command reports it in its own words
+        return None
+    from django.utils.module_loading import import_string
+
+    # The eco checks register when imported (EcoServiceConfig.ready does it under django.setup).
+    from eco_service import checks, cli  # noqa: F401
+
+    # This project's LOGGING only (stderr, redaction, levels): Django's own defaults come first in
+    # django.setup(), and building their mail handler imports Django's views, HTTP and ORM layers
+    # (~0.1 s CPU before the first answer). _load_apps applies the whole of it in the set-up.
+    if logging_config:
+        import_string(logging_config)(logging_settings)
+    return cli.run(options, transport="stdio")
