@@ -56,7 +56,8 @@ within a run, and for what changed see the instruction counts below, which load 
     100,000-call soak (`--only soak --soak-calls 100000`, tree of 7b6bf77, load 6-7: 64 calls/s):
     warm 138.7 MB (5 s warm-up) -> 140.1 after the first chunk -> 141.2 at 50,575 calls -> 141.4
     MB after 100,424 calls (1,578 s, not_ok 0). +1.3 MB over the first 50,000, +0.2 MB over the
-    second, flattening (156 samples, monotone 140.1 -> 141.4): bounded memos filling, no leak.
+    second (156 samples, monotone 140.1 -> 141.4): flattening, as bounded memos filling would;
+    a per-call leak would add alike in both halves.
     Every call of every case answered a successful tool result (not_ok 0).
 
 The previous session's run (load 1.5-2.5, bare 1,900.8 calls/s): eco_ping 0.47, search_products
