@@ -164,6 +164,10 @@ def test_hand_made_catalog_states_keep_no_snapshot(kept, tmp_path):
 
 
 def test_a_private_in_memory_database_keeps_no_snapshot_in_the_data_folder(kept, tmp_path, monkeypatch, settings):
+    from django.db import connection
+
+    if "mode=memory" not in str(connection.settings_dict["NAME"]):
+        pytest.skip("the test database is not SQLite in memory")
     monkeypatch.setattr(index_snapshot, "FOLDER", None)
     settings.DATA_DIR = tmp_path
     new_process()
