@@ -9,21 +9,23 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-import mcp_types as types
-from mcp.server import Server
-from mcp.server.context import CallNext, ServerRequestContext
-from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
-from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
-from pydantic import ValidationError
 
 from eco_core import __version__
-from eco_core.config import EcoConfig
 from eco_core.redact import scrub
+
+if TYPE_CHECKING:
+    from mcp.server import Server
+    from mcp.server.context import CallNext, ServerRequestContext
+    from mcp.shared.message import SessionMessage
+
+    from eco_core.config import EcoConfig
+
+# The SDK (~1 s of imports) is imported where it is used, not with this module: manage.py imports
+# it for every `eco_mcp_stdio`, and --version, --print-config and --check never serve.
 
 log = logging.getLogger("eco.gateway")
 
@@ -39,6 +41,11 @@ IDLE_BEFORE_SETUP_S = 1.0
 
 
 def _unreadable_line_error(exc: Exception) -> SessionMessage:
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+    from mcp_types import INVALID_REQUEST, PARSE_ERROR
+    from pydantic import ValidationError
+
     invalid_json = isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors())
     code, message = (PARSE_ERROR, "Parse error") if invalid_json else (INVALID_REQUEST, "Invalid Request")
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)))
@@ -71,6 +78,9 @@ class _Setup:
         self.due.set()
         await self.done.wait()
         if self.failure is not None:
+            from mcp.shared.exceptions import MCPError
+            from mcp_types import INTERNAL_ERROR
+
             raise MCPError(code=INTERNAL_ERROR, message=f"the server could not finish starting: {self.failure}",
                            data={"code": "internal_error", "hint": "the server's stderr has the details"})
 
@@ -103,6 +113,8 @@ class _AnsweredWriter:
         self.idle = anyio.Event()
 
     async def send(self, item: SessionMessage) -> None:
+        import mcp_types as types
+
         await self.inner.send(item)
         if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
             self.pending.discard(item.message.id)
@@ -131,6 +143,9 @@ async def _serve_stream(server: Server[Any], read_stream: Any, write_stream: Any
     closes stdin (a script, `echo ... | eco_mcp_stdio`) would get no answer. The set-up runs
     during the session (see _Setup), and by its end at the latest: the database is prepared on
     every run, as when it was done before serving."""
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
     send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     answered = anyio.Event()
     writer = _AnsweredWriter(write_stream, answered.set)
