@@ -48,8 +48,8 @@ content and as structured content):
 
 So of availability's 16.2M, 13.0M is the SDK carrying a 34 KB result (the bare SDK's trivial
 call is 1.7M); this service's own share is 3.2M. An earlier run the same hour (HEAD 29d3d73 with
-the wire-form and on-loop-search changes not yet committed) agreed within 1 % except
-eco_search_products (4,623,179: its search hop, since removed).
+others' uncommitted changes) agreed within 1 % except eco_search_products (4,623,179; product
+search changes landed in between, c296846 among them).
 """
 
 from __future__ import annotations
