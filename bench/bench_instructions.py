@@ -46,8 +46,9 @@ content and as structured content):
     eco_get_availability     16,165,875    0.10              12,971,138     0.80    34,172
     refused (no tool)         2,156,415    0.77
 
-So of availability's 16.2M, 13.0M is the SDK carrying a 34 KB result (the bare SDK's trivial
-call is 1.7M); this service's own share is 3.2M. An earlier run the same hour (HEAD 29d3d73 with
+So of availability's 16.2M, 13.0M is the SDK carrying a 34 KB result plus the one json.dumps
+of its text any server returning it pays (the bare SDK's trivial call is 1.7M); this service's
+own share is 3.2M. An earlier run the same hour (HEAD 29d3d73 with
 others' uncommitted changes) agreed within 1 % except eco_search_products (4,623,179; product
 search changes landed in between, c296846 among them).
 """
