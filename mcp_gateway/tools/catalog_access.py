@@ -27,7 +27,8 @@ T = TypeVar("T")
 # sync work; a bounded pool of their own keeps them moving and caps their DB connections.
 CATALOG_READ_THREADS = 4
 _catalog_pool = ThreadPoolExecutor(max_workers=CATALOG_READ_THREADS, thread_name_prefix="eco-catalog-read")
-# (configuration, monotonic deadline): nothing was due for that configuration until then.
+# (configuration, monotonic deadline): that configuration's catalogs were checked (and anything
+# due built or scheduled) recently enough; not checked again until then.
 _not_due: tuple[EcoConfig | None, float] = (None, 0.0)
 # The index the collector was last told to leave alone (see _settle).
 _settled: CatalogIndex | None = None
@@ -60,8 +61,8 @@ async def catalog_index(cfg: EcoConfig) -> CatalogIndex:
     """The warm catalog index; builds missing catalogs first (their requests count in this
     call's accounting), so a cold stdio server still answers its first search.
 
-    The common case (warm, nothing due, not even a refresh-ahead) is decided on the catalog-read
-    pool; only when something is due does ensure_catalogs build or schedule it.
+    Whether anything is due is decided on the catalog-read pool; only when something is does
+    ensure_catalogs build it (missing) or schedule its refresh (refresh-ahead).
 
     Between the index's version checks (CHECK_INTERVAL_S) the index is answered on the event
     loop, without a thread hop: the two hops cost more than a search (profiled under load), and
@@ -77,8 +78,10 @@ async def catalog_index(cfg: EcoConfig) -> CatalogIndex:
 
     if await catalog_read(due_catalogs, cfg, ahead=cfg.cache.refresh_ahead):
         await ensure_catalogs(cfg, client=ports.upstream_client(), need=NEEDED)
-    else:
-        _not_due = (cfg, time.monotonic() + CHECK_INTERVAL_S)
+    # Checked, and whatever was due is built (or raised above) or scheduled: not again within the
+    # interval. A catalog stays due from (1 - refresh_ahead) of its TTL until a refresh lands,
+    # and every catalog call in that window paid the check and two more hops to the pool.
+    _not_due = (cfg, time.monotonic() + CHECK_INTERVAL_S)
     return _settle(await catalog_read(get_index))
 
 

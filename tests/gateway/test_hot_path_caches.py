@@ -152,3 +152,39 @@ def test_host_verdicts_kept_are_bounded_whatever_hosts_callers_invent(eco_cfg):
     for n in range(VERDICTS_KEPT * 3):
         assert policy.check(f"h{n}.example", None) is not None or not policy.enabled
     assert len(policy._verdicts) <= VERDICTS_KEPT
+
+
+# -- the due check runs once an interval, due or not ----------------------------------------------
+
+async def test_catalogs_due_for_refresh_are_checked_once_an_interval_not_on_every_call(monkeypatch, eco_cfg):
+    import catalog.services as services
+    from mcp_gateway.tools import catalog_access
+
+    checks: list[int] = []
+    ensured: list[int] = []
+
+    def due(cfg, *, ahead=0.0, missing_only=False):
+        checks.append(1)
+        return ["products"]  # inside the refresh-ahead window until a refresh lands
+
+    async def ensure(cfg, *, client=None, need=()):
+        ensured.append(1)
+
+    async def inline(fn, /, *args, **kwargs):
+        return fn(*args, **kwargs)
+
+    idx = _Index()
+    monkeypatch.setattr(services, "due_catalogs", due)
+    monkeypatch.setattr(services, "ensure_catalogs", ensure)
+    monkeypatch.setattr(catalog_access, "catalog_read", inline)
+    monkeypatch.setattr(catalog_access, "get_index", lambda: idx)
+    monkeypatch.setattr(catalog_access, "peek_index", lambda: idx)
+    monkeypatch.setattr(catalog_access, "_settle", lambda i: i)
+    monkeypatch.setattr(catalog_access, "_not_due", (None, 0.0))
+    monkeypatch.setattr(catalog_access.ports, "upstream_client", lambda: object())
+    for _ in range(5):
+        assert await catalog_access.catalog_index(eco_cfg) is idx
+    assert (checks, ensured) == ([1], [1])
+    monkeypatch.setattr(catalog_access, "_not_due", (eco_cfg, 0.0))  # the interval is over
+    await catalog_access.catalog_index(eco_cfg)
+    assert (checks, ensured) == ([1, 1], [1, 1])
