@@ -179,3 +179,14 @@ def test_a_snapshot_is_taken_only_for_the_versions_it_holds(kept, idx):
     info = {c: replace(i, version=i.version + 1) for c, i in idx.info.items()}
     assert index_snapshot.load({c: i.version for c, i in info.items()}, info) is None
     assert index_snapshot.load(idx.versions, idx.info) is not None
+
+
+def test_what_a_writer_killed_mid_write_left_is_removed_by_the_next_write(kept, idx, tmp_path):
+    import os
+
+    name = f".{index_snapshot.PREFIX}0123.pickle.999.tmp"
+    (tmp_path / name).write_bytes(b"half")
+    os.utime(tmp_path / name, (1, 1))
+    (tmp_path / ".index-live.pickle.998.tmp").write_bytes(b"being written")
+    index_snapshot.save(idx)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == [".index-live.pickle.998.tmp"]
