@@ -1,5 +1,10 @@
 """The stdio transport: one MCP session over stdin/stdout for a desktop agent. stdout carries only
-MCP framing; every word for people goes to stderr."""
+MCP framing; every word for people goes to stderr.
+
+A desktop agent spawns the server and waits for its tool list, so the list goes out first: the
+command starts without Django's apps (run_command, from manage.py), the list comes from the
+listing kept in the data folder, and the rest (apps, migrations) is done in a worker thread once
+the first answers are out; requests that need it wait for it (_Setup, _gate)."""
 
 from __future__ import annotations
 
