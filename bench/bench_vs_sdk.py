@@ -51,6 +51,18 @@ within a run, and for what changed see the instruction counts below, which load 
     x1.62 after (goal 1.3x: no, near); first search 16.4 s before, 12.4 and 8.5 s after (goal
     1.5 s: no). Load-independent: CPU seconds of the process up to its first answer, median of
     5 (load 2.7-5.5): eco tools/list 2.79 -> 1.86 s against bare's 1.23-1.28 s (x2.18 -> x1.51).
+    stdio tools/list before the apps and the database (commits fc74953..97dec27: manage.py hands
+    a serving eco_mcp_stdio to mcp_gateway.stdio.run_command, which answers from the kept listing
+    and loads Django's apps and runs prepare_database in a worker thread after the first answers;
+    project bytecode compiled by scripts/setup, 5667842): `--only stdio`, three runs, load
+    1.0-3.3: bare 1.20/1.28/1.29 s, eco 1.57/1.56/1.51 s: x1.32, x1.22, x1.17 (goal 1.3x: yes in
+    two of three, x1.32 in the first); first search 2.18/2.68/2.44 s (goal 1.5 s: no; the first
+    eco spawn of each run, 2.6-3.2 s, writes the tool listing into the fresh data folder). Before
+    and after in the same runs (a spawn harness: bare, old, new interleaved; CPU of the process at
+    its first stdout flush; old = the tree ahead of fc74953, bytecode compiled in both; medians of
+    5, load 2.7-3.3): wall x1.57-1.71 -> x1.16-1.21; CPU to the first answer 1.75-1.91 -> 1.30-1.40 s
+    against bare's 1.08-1.23 s (x1.56-1.69 -> x1.15-1.21). Bytecode alone (same code, from
+    source vs compiled, load 5.6-8.1): 1.54-1.66 -> 1.40-1.57 s CPU.
     resident memory: bare 66.8 MB; eco warm 142.7 MB (goal 150 MB: yes); soak of 44,594 mixed
     calls in 120 s: 142.7 -> 142.9 -> 143.2 MB (no growth; not the 100,000 asked: bounded in time)
     100,000-call soak (`--only soak --soak-calls 100000`, tree of 7b6bf77, load 6-7: 64 calls/s):
@@ -105,7 +117,8 @@ structured content several times, then JSON-encodes it with the text copy); eco_
 own search is 1-3 ms in process (a per-site token scan with a fuzzy fallback in catalog/sites.py)
 and every search makes one hop to the catalog-read pool (mcp_gateway/tools/catalog_access.py),
 both outside this session's files; stdio start-up is the SDK (shared with bare), Django's setup
-(django-celery-beat's models alone pull in celery, kombu, amqp), ~1,300 modules and the 20 tools'
+(django-celery-beat's models alone pull in celery, kombu, amqp; since fc74953 after the first
+tools/list answer, still ahead of a first tools/call), ~1,300 modules and the 20 tools'
 JSON schemas built for the size check, and the first search adds the index build (~0.7 s).
 """
 
