@@ -16,7 +16,7 @@ from typing import Any
 
 import mcp_types as types
 
-from eco_core import metrics, redact
+from eco_core import redact
 from eco_core.errors import EcoError
 from eco_core.paging import cap_page_sizes
 from mcp_gateway import budget, request_state
@@ -148,6 +148,10 @@ async def execute(
             result = await _execute(spec, arguments, call, token=token, extra_meta=extra_meta)
             return result
         finally:
+            # Imported by the first call, not to list tools (prometheus_client is ~0.03 s of a
+            # stdio server's start); a module already imported costs a dictionary lookup.
+            from eco_core import metrics
+
             metrics.tool_call(spec.name, _outcome(result), time.perf_counter() - started)
             acct = call.accounting
             if token and call.token_source == "request" and acct is not None and acct.requests:

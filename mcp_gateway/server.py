@@ -21,7 +21,6 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import X_MCP_HEADER_KEY
 from mcp_types import INVALID_PARAMS, SERVER_INFO_META_KEY
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
-from rapidfuzz import process
 
 from eco_core import __version__
 from eco_core.config import EcoConfig
@@ -68,6 +67,13 @@ def _wire(result: types.CallToolResult | types.InputRequiredResult) -> types.Cal
     return wire
 
 
+def _near(name: str, known: list[str]) -> list[str]:
+    # rapidfuzz is imported by the first misspelt name, not to answer a stdio server's tools/list.
+    from rapidfuzz import process
+
+    return [m[0] for m in process.extract(name, known, limit=3, score_cutoff=50)]
+
+
 def _instructions(cfg: EcoConfig) -> str:
     extra = cfg.server.instructions_extra
     return INSTRUCTIONS + (f"\n\n{extra}" if extra else "")
@@ -88,7 +94,7 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
         spec = registry.get(params.name)
         if spec is None:
             known = [s.name for s in registry.listed(http=http)]
-            near = [m[0] for m in process.extract(params.name, known, limit=3, score_cutoff=50)]
+            near = _near(params.name, known)
             raise MCPError(
                 code=INVALID_PARAMS,
                 message=f"Unknown tool: {params.name}",
@@ -162,7 +168,7 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
                 return types.GetPromptResult(
                     description=p.description, messages=p.messages(dict(params.arguments or {}), transport, registry))
         known = [p.name for p in prompt_specs.PROMPTS]
-        near = [m[0] for m in process.extract(params.name, known, limit=3, score_cutoff=50)] if known else []
+        near = _near(params.name, known) if known else []
         raise MCPError(
             code=INVALID_PARAMS,
             message=f"Unknown prompt: {params.name}",
