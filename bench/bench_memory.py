@@ -67,7 +67,7 @@ def _child() -> None:
 
     # Builds: a kept snapshot would be taken instead (measured last).
     keep_load, keep_save = index_snapshot.load, index_snapshot.save
-    index_snapshot.load = lambda versions, info: None  # type: ignore[assignment]
+    index_snapshot.load = lambda versions, info, make: None  # type: ignore[assignment]
     index_snapshot.save = lambda idx: None  # type: ignore[assignment]
     out: dict[str, float | int] = {}
     gc.collect()

@@ -548,7 +548,7 @@ def get_index(*, clock=time.monotonic) -> CatalogIndex:
             # data folder (catalog.index_snapshot), far cheaper than building it again.
             from catalog import index_snapshot
 
-            idx = index_snapshot.load(versions, info)
+            idx = index_snapshot.load(versions, info, CatalogIndex)
             if idx is None:
                 idx = build_index(versions, info)
                 index_snapshot.save(idx)

@@ -1,7 +1,7 @@
 """A built search index kept on disk, so a new process whose database holds the same catalogs
 takes it in ~0.1 s instead of building it (~1 s of CPU: every availability row read and parsed).
 
-    load(versions, info) -> CatalogIndex | None   the kept index of exactly these catalogs
+    load(versions, info, make) -> CatalogIndex | None   the kept index of exactly these catalogs
     save(idx)                                     keep `idx` (best effort), forgetting older ones
 
 A stdio server is a new process per agent session, and its first catalog call waited for the
@@ -42,11 +42,15 @@ import os
 import pickle
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from catalog.index import CatalogIndex, CatalogInfo
+if TYPE_CHECKING:
+    # Types only: catalog.index imports this module to load and save its index.
+    from catalog.index import CatalogIndex, CatalogInfo
+
 
 log = logging.getLogger("eco.catalog")
 
@@ -103,7 +107,8 @@ def _name(info: dict[str, CatalogInfo]) -> str | None:
     return f"{PREFIX}{digest}{SUFFIX}"
 
 
-def load(versions: dict[str, int], info: dict[str, CatalogInfo]) -> CatalogIndex | None:
+def load(versions: dict[str, int], info: dict[str, CatalogInfo],
+         make: Callable[..., CatalogIndex]) -> CatalogIndex | None:
     """The kept index of exactly these catalog versions, with `info` as its current state; None
     when there is none or it cannot be read (the caller builds)."""
     try:
@@ -132,7 +137,7 @@ def load(versions: dict[str, int], info: dict[str, CatalogInfo]) -> CatalogIndex
         if not (isinstance(kept, dict) and kept.get("format") == FORMAT and kept.get("versions") == versions
                 and isinstance(kept.get("index"), dict)):
             raise ValueError("not a snapshot of these catalog versions")
-        idx = CatalogIndex(info=info, **kept["index"])
+        idx = make(info=info, **kept["index"])
     except Exception as exc:  # truncated, corrupt, or of other code: build instead
         log.info("ignoring the unreadable index snapshot %s: %s", path, exc)
         return None

@@ -98,9 +98,43 @@ def run(options: dict[str, Any], *, transport: str | None = None) -> int:
         else:
             from mcp_gateway.stdio import serve_stdio
 
-            serve_stdio(cfg)
+            serve_stdio(cfg, load_apps=load_apps, finish_setup=finish_setup)
     except ConfigError as exc:
         # A setting only the built server can check (limits.tools_list_max_bytes).
         sys.stderr.write(f"eco-mcp: {exc}\n")
         return 2
     return 0
+
+
+def load_apps() -> None:
+    """The rest of django.setup() when run_command started without it (the apps are not loaded):
+    Django's whole logging configuration (run_command applied only this project's LOGGING), then
+    the level the eco configuration chose, as run does after django.setup(); the URL
+    prefix; the apps."""
+    from django.apps import apps
+    from django.conf import settings
+    from django.urls import set_script_prefix
+    from django.utils.log import configure_logging as configure_django_logging
+
+    from eco_core.config import get_config
+
+    if not apps.ready:
+        configure_django_logging(settings.LOGGING_CONFIG, settings.LOGGING)
+        configure_logging(get_config())
+        set_script_prefix("/" if settings.FORCE_SCRIPT_NAME is None else settings.FORCE_SCRIPT_NAME)
+        apps.populate(settings.INSTALLED_APPS)
+
+
+def finish_setup() -> None:
+    from django.db import connections
+
+    from eco_service.bootstrap import prepare_database
+
+    load_apps()
+    try:
+        prepare_database()
+    finally:
+        connections.close_all()  # this worker thread's own connections
+    import mcp_gateway.resources
+
+    mcp_gateway.resources.RESOURCES  # noqa: B018  (runs a lazy module here, not in a request)

@@ -8,7 +8,6 @@ the first answers are out; requests that need it wait for it (_Setup, _gate)."""
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import logging
 import sys
@@ -213,46 +212,13 @@ def _import_server_module() -> Any:
     return server
 
 
-def _load_apps() -> None:
-    """The rest of django.setup() when run_command started without it (the apps are not loaded):
-    Django's whole logging configuration (run_command applied only this project's LOGGING), then
-    the level the eco configuration chose, as eco_service.cli does after django.setup(); the URL
-    prefix; the apps."""
-    from django.apps import apps
-    from django.conf import settings
-    from django.urls import set_script_prefix
-    from django.utils.log import configure_logging
-
-    from eco_core.config import get_config
-    from eco_service import cli
-
-    if not apps.ready:
-        configure_logging(settings.LOGGING_CONFIG, settings.LOGGING)
-        cli.configure_logging(get_config())
-        set_script_prefix("/" if settings.FORCE_SCRIPT_NAME is None else settings.FORCE_SCRIPT_NAME)
-        apps.populate(settings.INSTALLED_APPS)
-
-
-def _finish_setup() -> None:
-    from django.db import connections
-
-    from eco_service.bootstrap import prepare_database
-
-    _load_apps()
-    try:
-        prepare_database()
-    finally:
-        connections.close_all()  # this worker thread's own connections
-    import mcp_gateway.resources
-
-    mcp_gateway.resources.RESOURCES  # noqa: B018  (runs a lazy module here, not in a request)
-
-
-def serve_stdio(cfg: EcoConfig) -> None:
+def serve_stdio(cfg: EcoConfig, *, load_apps: Callable[[], None], finish_setup: Callable[[], None]) -> None:
     """Serve until stdin ends. The tool list comes from the listing kept in the data folder when
     the code is unchanged (no tool module import); Django's apps, when not loaded yet, and the
     database are made ready while the first answers go out (see _Setup). A set-up that fails is
-    logged, answered as an error to every request that needed it, and ends the run with status 1."""
+    logged, answered as an error to every request that needed it, and ends the run with status 1.
+    How the apps are loaded and the database prepared is the service's (eco_service.stdio_start),
+    handed in: the gateway does not reach up into the layer that runs it."""
     from django.conf import settings
     from django.core.exceptions import AppRegistryNotReady
 
@@ -265,10 +231,10 @@ def serve_stdio(cfg: EcoConfig) -> None:
     except AppRegistryNotReady:
         # No listing kept for this code yet: listing the tools imports their modules, and with them
         # the models, so the apps load now (the listing written here serves the next start).
-        _load_apps()
+        load_apps()
         registry = use_kept_registry(folder)
     server = server_module.build_server(cfg, registry)
-    setup = _Setup(_finish_setup)
+    setup = _Setup(finish_setup)
     server.middleware.append(_gate(server, setup))
 
     async def run() -> None:
@@ -281,47 +247,3 @@ def serve_stdio(cfg: EcoConfig) -> None:
     anyio.run(run)
     if setup.failure is not None:
         raise SystemExit(1)
-
-
-def _serving_options(args: list[str]) -> dict[str, Any] | None:
-    """The command's options when `args` only asks to serve, in exactly the spelling Django's
-    parser would read the same way; None for anything else (--version, --print-config, --check,
-    Django's own flags, abbreviations, mistakes), which Django's command then handles as always."""
-    from eco_service import cli
-
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
-    cli.add_arguments(parser, transport_choice=False, with_version=False)
-    try:
-        options, rest = parser.parse_known_args(args)
-    except argparse.ArgumentError:
-        return None
-    if rest or options.print_config or options.check:
-        return None
-    return vars(options)
-
-
-def run_command(args: list[str]) -> int | None:
-    """`manage.py eco_mcp_stdio ARGS` without django.setup() ahead of the command: the same flags,
-    configuration checks and exit statuses as the Django command (eco_service.cli.run), with the
-    apps loaded by serve_stdio after the first answers. None: not handled here (see
-    _serving_options, and settings that do not load), the caller runs Django's command."""
-    options = _serving_options(args)
-    if options is None:
-        return None
-    from django.conf import settings
-
-    try:
-        logging_config, logging_settings = settings.LOGGING_CONFIG, settings.LOGGING
-    except Exception:  # Django's command reports it in its own words
-        return None
-    from django.utils.module_loading import import_string
-
-    # The eco checks register when imported (EcoServiceConfig.ready does it under django.setup).
-    from eco_service import checks, cli  # noqa: F401
-
-    # This project's LOGGING only (stderr, redaction, levels): Django's own defaults come first in
-    # django.setup(), and building their mail handler imports Django's views, HTTP and ORM layers
-    # (~0.1 s CPU before the first answer). _load_apps applies the whole of it in the set-up.
-    if logging_config:
-        import_string(logging_config)(logging_settings)
-    return cli.run(options, transport="stdio")

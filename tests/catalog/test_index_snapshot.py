@@ -177,8 +177,8 @@ def test_a_private_in_memory_database_keeps_no_snapshot_in_the_data_folder(kept,
 def test_a_snapshot_is_taken_only_for_the_versions_it_holds(kept, idx):
     index_snapshot.save(idx)
     info = {c: replace(i, version=i.version + 1) for c, i in idx.info.items()}
-    assert index_snapshot.load({c: i.version for c, i in info.items()}, info) is None
-    assert index_snapshot.load(idx.versions, idx.info) is not None
+    assert index_snapshot.load({c: i.version for c, i in info.items()}, info, index.CatalogIndex) is None
+    assert index_snapshot.load(idx.versions, idx.info, index.CatalogIndex) is not None
 
 
 def test_what_a_writer_killed_mid_write_left_is_removed_by_the_next_write(kept, idx, tmp_path):

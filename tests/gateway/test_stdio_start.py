@@ -26,7 +26,11 @@ ANSWER_TIMEOUT_S = 180
 
 
 def _env(data: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ECO_MCP_", "ECO_TOKEN", "ECO_API_TOKEN"))}
+    # The embedded default (SQLite in the data folder) whatever the suite runs on: these tests hold
+    # and break that database's folder and migration lock.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ECO_MCP_", "ECO_TOKEN", "ECO_API_TOKEN"))
+           and k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")}
     env.update(ECO_MCP_DATA_DIR=str(data), PYTHONPATH=str(REPO), **extra)
     return env
 
