@@ -52,7 +52,7 @@ within a run, and for what changed see the instruction counts below, which load 
     1.5 s: no). Load-independent: CPU seconds of the process up to its first answer, median of
     5 (load 2.7-5.5): eco tools/list 2.79 -> 1.86 s against bare's 1.23-1.28 s (x2.18 -> x1.51).
     stdio tools/list before the apps and the database (commits fc74953..97dec27: manage.py hands
-    a serving eco_mcp_stdio to mcp_gateway.stdio.run_command, which answers from the kept listing
+    a serving eco_mcp_stdio to eco_service.stdio_start.run_command, which answers from the kept listing
     and loads Django's apps and runs prepare_database in a worker thread after the first answers;
     project bytecode compiled by scripts/setup, 5667842): `--only stdio`, three runs, load
     1.0-3.3: bare 1.20/1.28/1.29 s, eco 1.57/1.56/1.51 s: x1.32, x1.22, x1.17 (goal 1.3x: yes in
