@@ -69,7 +69,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_mixed_load import META, MODERN, _env, _free_port, _wait_http
+from bench_mixed_load import META, MODERN, _env, _free_port, simulator_with_catalogs
 from bench_vs_sdk import CASES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -237,14 +237,8 @@ def main() -> None:
         sim_port = _free_port()
         env = _env(data_dir, sim_port)
         env.update({"ECO_MCP_SERVER__TRANSPORT": "http", "ECO_MCP_CACHE__PREWARM": "false"})
-        sim = subprocess.Popen([sys.executable, "manage.py", "eco_sim", "--port", str(sim_port), "--storage-port",
-                                str(_free_port()), "--rate-limit-scale", "1000"], cwd=REPO, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sim = simulator_with_catalogs(env, sim_port)
         try:
-            _wait_http(f"http://127.0.0.1:{sim_port}/_sim/faults")
-            subprocess.run([sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=REPO, env=env, check=True)
-            subprocess.run([sys.executable, "manage.py", "eco_catalog_refresh", "--json"], cwd=REPO, env=env,
-                           check=True, stdout=subprocess.DEVNULL)
             results: dict[str, int] = {}
             sizes: dict[str, int] = {}
             for case in [c for c in opts.cases.split(",") if c]:

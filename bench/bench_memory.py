@@ -44,7 +44,7 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_mixed_load import _env, _free_port, _wait_http
+from bench_mixed_load import _env, _free_port, simulator_with_catalogs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -120,14 +120,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="eco-bench-memory-") as data_dir:
         sim_port = _free_port()
         env = _env(data_dir, sim_port)
-        sim = subprocess.Popen([sys.executable, "manage.py", "eco_sim", "--port", str(sim_port), "--storage-port",
-                                str(_free_port()), "--rate-limit-scale", "1000"], cwd=REPO, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sim = simulator_with_catalogs(env, sim_port)
         try:
-            _wait_http(f"http://127.0.0.1:{sim_port}/_sim/faults")
-            subprocess.run([sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=REPO, env=env, check=True)
-            subprocess.run([sys.executable, "manage.py", "eco_catalog_refresh", "--json"], cwd=REPO, env=env,
-                           check=True, stdout=subprocess.DEVNULL)
             run = subprocess.run([sys.executable, __file__, "--child"], cwd=REPO, env=env, capture_output=True,
                                  text=True, timeout=600, check=True)
         finally:

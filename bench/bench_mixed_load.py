@@ -120,6 +120,25 @@ def _wait_http(url: str, seconds: float = 60.0) -> None:
     raise RuntimeError(f"{url} did not come up")
 
 
+def simulator_with_catalogs(env: dict[str, str], sim_port: int) -> subprocess.Popen:
+    """The simulator in a process of its own on `sim_port` (rate limits scaled up), and the data
+    folder of `env` migrated with its catalogs built from it; the caller terminates the process."""
+    sim = subprocess.Popen([sys.executable, "manage.py", "eco_sim", "--port", str(sim_port), "--storage-port",
+                            str(_free_port()), "--rate-limit-scale", "1000"], cwd=REPO, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_http(f"http://127.0.0.1:{sim_port}/_sim/faults")
+        subprocess.run([sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=REPO, env=env, check=True)
+        subprocess.run([sys.executable, "manage.py", "eco_catalog_refresh", "--json"], cwd=REPO, env=env,
+                       check=True, stdout=subprocess.DEVNULL)
+    except BaseException:
+        sim.terminate()
+        sim.wait(timeout=20)
+        raise
+    return sim
+
+
+
 def _body(name: str, arguments: dict, rid: int) -> tuple[dict, dict]:
     body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
             "params": {"name": name, "arguments": arguments, "_meta": META}}
@@ -318,14 +337,7 @@ def main() -> None:
         sim_port, port = _free_port(), _free_port()
         env = _env(data_dir, sim_port)
         try:
-            procs.append(subprocess.Popen(
-                [sys.executable, "manage.py", "eco_sim", "--port", str(sim_port), "--storage-port", str(_free_port()),
-                 "--rate-limit-scale", "1000"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL))
-            _wait_http(f"http://127.0.0.1:{sim_port}/_sim/faults")
-            subprocess.run([sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=REPO, env=env, check=True)
-            subprocess.run([sys.executable, "manage.py", "eco_catalog_refresh", "--json"], cwd=REPO, env=env,
-                           check=True, stdout=subprocess.DEVNULL)
+            procs.append(simulator_with_catalogs(env, sim_port))
             procs.append(subprocess.Popen(
                 [sys.executable, "manage.py", "eco_mcp", "--transport", "http", "--bind-address", "127.0.0.1",
                  "--bind-port", str(port), "--no-prewarm", "--log-level", "warning"],

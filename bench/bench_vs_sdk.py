@@ -162,7 +162,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_mixed_load import META, MODERN, _env, _free_port, _wait_http
+from bench_mixed_load import META, MODERN, _env, _free_port, _wait_http, simulator_with_catalogs
 
 REPO = Path(__file__).resolve().parents[1]
 BARE = Path(__file__).resolve().parent / "bare_sdk_server.py"
@@ -436,13 +436,7 @@ def main() -> None:
         sim_port = _free_port()
         env = _env(data_dir, sim_port)
         try:
-            sim = subprocess.Popen([sys.executable, "manage.py", "eco_sim", "--port", str(sim_port), "--storage-port",
-                                    str(_free_port()), "--rate-limit-scale", "1000"], cwd=REPO, env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            _wait_http(f"http://127.0.0.1:{sim_port}/_sim/faults")
-            subprocess.run([sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=REPO, env=env, check=True)
-            subprocess.run([sys.executable, "manage.py", "eco_catalog_refresh", "--json"], cwd=REPO, env=env,
-                           check=True, stdout=subprocess.DEVNULL)
+            sim = simulator_with_catalogs(env, sim_port)
             eco_memory: dict[str, Any] = {}
             for _ in range(0 if opts.only == "stdio" else opts.rounds):
                 row: dict[str, Any] = {}

@@ -279,7 +279,7 @@ def kept_registry(folder: Path, package: str = TOOLS_PACKAGE) -> Registry:
         entries = json.loads(path.read_text(encoding="utf-8"))["tools"]
         return LazyRegistry(entries, package)
     except FileNotFoundError:
-        pass
+        log.debug("no tool listing kept for this code yet: discovering the tools")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log.info("ignoring the unreadable tool listing %s: %s", path, exc)
     found = _discover(package)
