@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -55,6 +56,9 @@ ENV_PREFIX = "ECO_MCP_"
 ENV_RESERVED = {"ECO_MCP_CONFIG", "ECO_MCP_DATA_DIR"}
 TOKEN_ENV_ORDER = ("ECO_MCP_ECO__API_TOKEN", "ECO_TOKEN", "ECO_API_TOKEN")
 UNSET_WORDS = {"", "none", "null"}
+
+# A DNS name or IPv4 address, optionally '*.'-prefixed; an IPv6 literal in brackets.
+_HOST_PATTERN = re.compile(r"(\*\.)?[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?|\[[0-9A-Fa-f:.]+\]")
 
 DEFAULT_BASE_URL = "https://data.neonscience.org/api/v0"
 DEFAULT_GRAPHQL_URL = "https://data.neonscience.org/graphql"
@@ -213,6 +217,16 @@ class Downloads(_Section):
         default_factory=lambda: ["data.neonscience.org", "storage.googleapis.com", "*.storage.googleapis.com"],
         description="Hosts downloads may come from ('*.' is a subdomain wildcard).",
     )
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_patterns(cls, v: list[str]) -> list[str]:
+        # A host that can never match (a JSON list written where a comma list is expected gives
+        # '["a"' and '"b"]') would deny every download with a misleading message; refuse it here.
+        for item in v:
+            if not _HOST_PATTERN.fullmatch(item):
+                raise ValueError(f"{item!r} is not a host name or '*.'-prefixed domain (a comma-separated list)")
+        return v
 
 
 class Server(_Section):

@@ -45,6 +45,20 @@ def test_list_setting_is_comma_separated_in_env_and_env_beats_yaml(tmp_path):
     assert cfg.server.allowed_hosts == ["a.example", "b.example"]
 
 
+@pytest.mark.parametrize("raw", ['["127.0.0.1","localhost"]', "127.0.0.1, local host", "https://127.0.0.1"])
+def test_download_host_list_that_could_never_match_stops_naming_the_setting(raw):
+    # A JSON list in the env splits at its comma into '["127.0.0.1"' and '"localhost"]',
+    # which would deny every download; the start-up refusal names the setting instead.
+    with pytest.raises(ConfigError, match=r"downloads\.allowed_hosts"):
+        load_config(env={"ECO_MCP_DOWNLOADS__ALLOWED_HOSTS": raw}, warn=False)
+
+
+def test_download_host_list_takes_names_addresses_wildcards_and_bracketed_ipv6():
+    raw = "127.0.0.1,localhost,*.storage.googleapis.com,[::1],data.neonscience.org."
+    cfg = load_config(env={"ECO_MCP_DOWNLOADS__ALLOWED_HOSTS": raw}, warn=False)
+    assert cfg.downloads.allowed_hosts == raw.split(",")
+
+
 @pytest.mark.parametrize("word", ["", "none", "null", "NULL", " None "])
 def test_empty_none_and_null_unset_a_nullable_setting(tmp_path, word):
     path = _yaml(tmp_path, "cache:\n  prewarm: true\n")
