@@ -15,9 +15,11 @@ Load: wrk (Debian's `wrk`; `apt-get install -y wrk`) with 1 thread and 8 connect
 script posting tools/call with the 2026-07-28 headers (MCP-Protocol-Version, Mcp-Method,
 Mcp-Name) and the `_meta` envelope, rotating through each case's argument sets, and counting
 answers that are not a successful tool result (must be 0). Without wrk, bench_mixed_load's
-keep-alive client at 8 connections. Each case: 1 s warm-up, then `--seconds` measured.
-Printed: calls/s, p50, p99 per case, and the ratios to the bare server measured in the same
-round. Then stdio: spawn to the first tools/list answer (median of `--spawns`), both servers,
+keep-alive client at 8 connections. Each case: 1 s warm-up, then `--seconds` measured. The bare
+server stays up through the round and is measured before every case and after the last (both
+servers on the pinned core, one loaded at a time): a case's ratio is to the mean of the two bare
+windows around it, so the box drifting during a round is not charged to one case.
+Printed: calls/s, p50, p99 per case, and the ratios to the bare server measured around it. Then stdio: spawn to the first tools/list answer (median of `--spawns`), both servers,
 and spawn to the first eco_search_products answer on the warm database. Then memory: resident
 set (VmRSS) of each HTTP worker with the catalog warm, and of this service before, half-way and
 after a soak of mixed catalog calls for `--soak-seconds` (the number of calls is printed), or,
@@ -440,44 +442,62 @@ def main() -> None:
             eco_memory: dict[str, Any] = {}
             for _ in range(0 if opts.only == "stdio" else opts.rounds):
                 row: dict[str, Any] = {}
-                port = _free_port()
-                bare = _start([sys.executable, str(BARE), "--http", str(port)], env, port, opts.pin)
-                try:
-                    row["bare"] = _load(f"http://127.0.0.1:{port}/mcp", [("ping", {})],
-                                        2 if opts.only == "soak" else opts.seconds, work)
-                    row["bare"]["rss_mb"] = _rss_mb(bare.pid)
-                    _progress("bare", row["bare"])
-                finally:
-                    _stop(bare)
+                bare_port = _free_port()
+                bare = _start([sys.executable, str(BARE), "--http", str(bare_port)], env, bare_port, opts.pin)
+                bare_url = f"http://127.0.0.1:{bare_port}/mcp"
                 payloads: dict[str, Path] = {}
-                port = _free_port()
-                eco = _start([sys.executable, "manage.py", "eco_mcp", "--transport", "http", "--bind-address",
-                              "127.0.0.1", "--bind-port", str(port), "--no-prewarm", "--log-level", "warning"],
-                             env, port, opts.pin)
-                url = f"http://127.0.0.1:{port}/mcp"
+                eco: subprocess.Popen | None = None
                 try:
+                    # The bare server stays up beside this service (both on the pinned core, only one
+                    # loaded at a time) and is measured right before each case and once after the last:
+                    # a case's ratio is to the mean of the two bare windows around it, so the box's drift
+                    # over a round (the bare server alone moved 755 -> 1,076 calls/s between rounds)
+                    # does not land on one case.
+                    bare_windows = [_load(bare_url, [("ping", {})], 2 if opts.only == "soak" else opts.seconds, work)]
+                    row["bare"] = {**bare_windows[0], "rss_mb": _rss_mb(bare.pid)}
+                    _progress("bare", row["bare"])
+                    port = _free_port()
+                    eco = _start([sys.executable, "manage.py", "eco_mcp", "--transport", "http", "--bind-address",
+                                  "127.0.0.1", "--bind-port", str(port), "--no-prewarm", "--log-level", "warning"],
+                                 env, port, opts.pin)
+                    url = f"http://127.0.0.1:{port}/mcp"
                     if opts.only == "soak":  # the catalog and the result memos warm, as after the cases
                         _load(url, [c for case in CASES for c in CASES[case]], 5, work)
                     for case in cases:
                         # The first catalog call builds the index (5.6 s under load 6): without
                         # this it fell inside the first catalog case's window (p99 5 s).
                         _structured(url, CASES[case])
-                    for case in [] if opts.only == "soak" else cases:
+                    measured = [] if opts.only == "soak" else cases
+                    for n, case in enumerate(measured):
+                        if n:
+                            bare_windows.append(_load(bare_url, [("ping", {})], opts.seconds, work))
+                            _progress("bare", bare_windows[-1])
                         spy = _profiled(opts.profile_dir, case, eco.pid, opts.seconds)
                         res = _load(url, CASES[case], opts.seconds, work)
                         if spy:
                             spy.wait(timeout=opts.seconds + 30)
-                        res["ratio_calls_per_s"] = round(res["calls_per_s"] / row["bare"]["calls_per_s"], 2)
-                        res["ratio_p99"] = round(res["p99_ms"] / row["bare"]["p99_ms"], 2)
                         row[case] = res
                         _progress(case, res)
                         if opts.same_payload:
                             payloads[case] = _capture_payloads(url, CASES[case], work / f"payload.{case}.json")
+                    if measured:
+                        bare_windows.append(_load(bare_url, [("ping", {})], opts.seconds, work))
+                        _progress("bare", bare_windows[-1])
+                    for n, case in enumerate(measured):
+                        around = bare_windows[n:n + 2]
+                        res = row[case]
+                        res["bare_calls_per_s"] = round(statistics.fmean(b["calls_per_s"] for b in around), 1)
+                        res["bare_p99_ms"] = round(statistics.fmean(b["p99_ms"] for b in around), 2)
+                        res["ratio_calls_per_s"] = round(res["calls_per_s"] / res["bare_calls_per_s"], 2)
+                        res["ratio_p99"] = round(res["p99_ms"] / res["bare_p99_ms"], 2)
+                    row["bare_windows_calls_per_s"] = [b["calls_per_s"] for b in bare_windows]
                     eco_memory = {"rss_warm_mb": _rss_mb(eco.pid)}
                     if opts.soak_seconds and shutil.which("wrk"):
                         eco_memory.update(_soak(url, eco.pid, opts.soak_calls, opts.soak_seconds, work))
                 finally:
-                    _stop(eco)
+                    if eco is not None:
+                        _stop(eco)
+                    _stop(bare)
                 for case, payload in payloads.items():
                     # After this service stopped, so the two servers never share the pinned core.
                     port = _free_port()
@@ -508,7 +528,7 @@ def _table(report: dict[str, Any]) -> str:
              "  [same-payload bare calls/s, ratio]"]
     for n, row in enumerate(report["rounds"]):
         b = row["bare"]
-        lines.append(f"round {n + 1}")
+        lines.append(f"round {n + 1} (bare windows, calls/s: {row.get('bare_windows_calls_per_s')})")
         lines.append(f"{'bare SDK ping':24} {b['calls_per_s']:9.1f} {b['p50_ms']:8.2f} {b['p99_ms']:8.2f}"
                      f" {'':>6} {'':>6} {'':>6} {b['not_ok']}")
         for case, goal in GOALS.items():
@@ -516,6 +536,7 @@ def _table(report: dict[str, Any]) -> str:
                 r = row[case]
                 lines.append(f"{case:24} {r['calls_per_s']:9.1f} {r['p50_ms']:8.2f} {r['p99_ms']:8.2f}"
                              f" {r['ratio_calls_per_s']:6.2f} {r['ratio_p99']:6.2f} {goal:6.2f} {r['not_ok']}"
+                             + f"  [bare around it {r['bare_calls_per_s']:.1f}]"
                              + (f"  {r['same_payload_bare']['calls_per_s']:.1f} {r['ratio_same_payload']:.2f}"
                                 if "same_payload_bare" in r else ""))
     lines.append(f"memory: {json.dumps(report.get('memory'))}")
