@@ -22,14 +22,21 @@ class _Open(WireModel):
     model_config = ConfigDict(extra="allow")
 
 
+def _absent_if_none(value: Any) -> bool:
+    return value is None
+
+
 class CatalogEntry(_Open):
     count: int | None = None
     age_seconds: float | None = None
     source: str | None = None
     stale: bool = False
-    rest_base: str | None = None
-    graphql_url: str | None = None
-    upstream_mismatch: str | None = Field(None, description="Why not served; null: served.")
+    # Where the catalog was built from, only when that is not the configured upstream (the result's
+    # apiBaseUrl and graphqlUrl): repeated for every catalog it was a third of the whole answer.
+    rest_base: str | None = Field(None, exclude_if=_absent_if_none)
+    graphql_url: str | None = Field(None, exclude_if=_absent_if_none)
+    upstream_mismatch: str | None = Field(None, exclude_if=_absent_if_none,
+                                          description="Why not served; absent: served.")
 
 
 class CatalogStatus(_Open):
@@ -77,10 +84,23 @@ class PingOutput(Envelope):
     api: ApiCheck | None
 
 
+def _entry(raw: dict[str, Any]) -> CatalogEntry:
+    """One catalog as eco_ping shows it: a key whose value is null is left out (lastError when
+    the last refresh worked, upstreamMismatch when the catalog is served), and so are the
+    addresses it was built from when they are the configured upstream's: the bytes of every
+    result are paid per call on the wire and in the SDK, and these said nothing new."""
+    shown = {k: v for k, v in raw.items() if v is not None}
+    if raw.get("upstreamMismatch") is None:
+        shown.pop("restBase", None)
+        shown.pop("graphqlUrl", None)
+    return CatalogEntry.model_validate(shown)
+
+
 def _catalog(raw: dict[str, Any], breaker: dict[str, Any]) -> CatalogStatus:
-    catalogs = {k: CatalogEntry.model_validate(v) for k, v in raw.items() if isinstance(v, dict)}
+    catalogs = {k: _entry(v) for k, v in raw.items() if isinstance(v, dict)}
+    # openUntil is null while the breaker is closed: left out, as in the catalogs.
     return CatalogStatus(ready=bool(raw.get("ready")), degraded=bool(raw.get("degraded")), catalogs=catalogs,
-                         graphql_breaker=breaker)
+                         graphql_breaker={k: v for k, v in breaker.items() if v is not None})
 
 
 DOWNLOAD_TOOL = "eco_download_files"

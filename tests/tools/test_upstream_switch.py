@@ -128,8 +128,11 @@ def test_pointed_at_an_unreachable_upstream_the_tools_answer_catalog_unavailable
 
 def test_eco_ping_shows_which_upstream_each_catalog_came_from(built_from_first, fresh_sim):
     same = _call(_cfg(fresh_sim.base_url, fresh_sim.graphql_url), "eco_ping", {})
-    assert same["catalog"]["catalogs"]["products"]["restBase"] == fresh_sim.base_url
-    assert same["catalog"]["catalogs"]["products"]["upstreamMismatch"] is None and same["catalog"]["ready"]
+    # Built from the configured upstream, which the answer's apiBaseUrl names: not said again per catalog.
+    assert same["apiBaseUrl"] == fresh_sim.base_url and same["catalog"]["ready"]
+    assert not {"restBase", "graphqlUrl", "upstreamMismatch"} & set(same["catalog"]["catalogs"]["products"])
     moved = _call(_cfg(f"{UNREACHABLE}/api/v0", f"{UNREACHABLE}/graphql"), "eco_ping", {})
     assert moved["catalog"]["ready"] is False
-    assert fresh_sim.base_url in moved["catalog"]["catalogs"]["products"]["upstreamMismatch"]
+    products = moved["catalog"]["catalogs"]["products"]
+    assert (products["restBase"], products["graphqlUrl"]) == (fresh_sim.base_url, fresh_sim.graphql_url)
+    assert fresh_sim.base_url in products["upstreamMismatch"]
