@@ -5,7 +5,8 @@ catalog index, one product's record, and the wire types of their answers.
                     has_expanded=None, site=None, domain_code=None, release=None,
                     available_from=None, available_to=None, sort="relevance", limit=25, offset=0)
         -> ProductSearchResult(items=[ProductHit], total, page, facets, did_you_mean, index_source,
-                               index_age_seconds, resolved); synchronous, no upstream calls
+                               index_age_seconds, resolved); synchronous, no upstream calls; a
+                               search's matches are kept per index (any page of it reuses them)
     await product_detail(idx=, client=, product=, release=, include=, ...) -> Answer[ProductRecord]
         the compact base from the catalog (no request), and opt-in sections from the upstream
         detail record (`GET /products/{code}`, cached per `cache.ttl_s.detail`)
@@ -157,6 +158,9 @@ class ProductHit:
     product: ProductEntry
     score: float
     matched_on: list[str]
+    # Its summaries by text budget: a hit is kept with its search (see _Found), so a repeated
+    # search or its next page reuses the validated item. Never changed once made.
+    _summaries: dict[int, ProductSummary] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def code(self) -> str:
@@ -164,14 +168,19 @@ class ProductHit:
 
     def summary(self, text_budget: int) -> ProductSummary:
         """The hit as a search result item, its description clipped to `text_budget`."""
+        made = self._summaries.get(text_budget)
+        if made is not None:
+            return made
         p = self.product
-        return ProductSummary(
+        made = ProductSummary(
             product_code=p.code, product_name=p.name, product_status=p.status,
             product_science_team_abbr=p.team_abbr or None, level=p.level, themes=list(p.themes),
             product_has_expanded=p.has_expanded, description=clip(p.description, text_budget)[0] or None,
             score=self.score, matched_on=self.matched_on, site_count=p.site_count, first_month=p.first_month,
             last_month=p.last_month, month_range=p.month_range, latest_release=p.latest_release,
         )
+        self._summaries[text_budget] = made
+        return made
 
 
 @dataclass
@@ -262,6 +271,62 @@ def search_products(
     domain = checks.domain_code(domain_code)
     idx = index or get_index()
     checks.built(idx, "products")
+    key = (query, theme, team, status, level, has_expanded, site, domain, release, lo, hi, sort)
+    kept = _kept(idx)
+    found = kept.get(key)
+    if found is None:
+        found = _search(idx, query=query, theme=theme, team=team, st=st, status=status, level=level,
+                        has_expanded=has_expanded, site=site, domain=domain, release=release, lo=lo, hi=hi, sort=sort)
+        if len(kept) >= KEPT_SEARCHES:
+            kept.pop(next(iter(kept)), None)  # the oldest first (kept is not empty here)
+        kept[key] = found
+    hits = found.hits
+    info = idx.info.get("products")
+    items = hits[offset:offset + limit]
+    return ProductSearchResult(
+        items=items,
+        total=len(hits),
+        page=page(offset, limit, len(items), len(hits)),
+        facets={name: dict(counts) for name, counts in found.facets.items()},
+        did_you_mean=list(found.did_you_mean) if found.did_you_mean is not None else None,
+        index_source=info.source if info else None,
+        index_age_seconds=idx.age_seconds.get("products"),
+        resolved={name: dict(echo) for name, echo in found.resolved.items()},
+    )
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One search's matches, whatever page is asked: sorted hits, facets over all of them, the
+    suggestions when none, and how names were resolved."""
+
+    hits: list[ProductHit]
+    facets: dict[str, dict[str, int]]
+    did_you_mean: list[str] | None
+    resolved: dict[str, dict[str, Any]]
+
+
+# Searches kept per index (the latest index only): a built index never changes, so a search's
+# matches are a function of its filters and of the index. An agent pages through one search
+# (offset) and many ask the same few; each page re-ran matching, scoring, facets over every
+# match and, for a miss, a fuzzy pass over ~200 names (~1M instructions a call, more than the
+# rest of the tool's own work together). Bounded; the oldest goes first.
+KEPT_SEARCHES = 256
+_kept_searches: tuple[CatalogIndex | None, dict[tuple[Any, ...], _Found]] = (None, {})
+
+
+def _kept(idx: CatalogIndex) -> dict[tuple[Any, ...], _Found]:
+    global _kept_searches
+    held_idx, held = _kept_searches
+    if held_idx is not idx:
+        held = {}
+        _kept_searches = (idx, held)
+    return held
+
+
+def _search(idx: CatalogIndex, *, query: str | None, theme: str | None, team: str | None, st: str,
+            status: str | None, level: int | None, has_expanded: bool | None, site: str | None,
+            domain: str | None, release: str | None, lo: int | None, hi: int | None, sort: str) -> _Found:
     resolved: dict[str, dict[str, Any]] = {}
     site_code = None
     if site is not None:
@@ -302,9 +367,9 @@ def search_products(
         scored = None
 
     hits: list[ProductHit] = []
-    for pos, p in enumerate(idx.products):
-        if scored is not None and pos not in scored:
-            continue
+    # A text query names its candidates: only they are filtered (positions keep the index order).
+    for pos in sorted(scored) if scored is not None else range(len(idx.products)):
+        p = idx.products[pos]
         if st != "ALL" and p.status != st:
             continue
         if team and p.team_abbr != team:
@@ -333,18 +398,7 @@ def search_products(
         "statuses": dict(Counter(h.product.status for h in hits)),
     }
     did_you_mean = _suggest(idx, q, qwords) if not hits and q and not code_match else None
-    info = idx.info.get("products")
-    items = hits[offset:offset + limit]
-    return ProductSearchResult(
-        items=items,
-        total=len(hits),
-        page=page(offset, limit, len(items), len(hits)),
-        facets=facets,
-        did_you_mean=did_you_mean,
-        index_source=info.source if info else None,
-        index_age_seconds=idx.age_seconds.get("products"),
-        resolved=resolved,
-    )
+    return _Found(hits=hits, facets=facets, did_you_mean=did_you_mean, resolved=resolved)
 
 
 def _available(p: ProductEntry, site_code, domain_sites, rel, window: bool, lo: int, hi: int) -> bool:
