@@ -106,11 +106,11 @@ def run(options: dict[str, Any], *, transport: str | None = None) -> int:
     return 0
 
 
-def load_apps() -> None:
+def load_apps(installed: list[str] | None = None) -> None:
     """The rest of django.setup() when run_command started without it (the apps are not loaded):
     Django's whole logging configuration (run_command applied only this project's LOGGING), then
     the level the eco configuration chose, as run does after django.setup(); the URL
-    prefix; the apps."""
+    prefix; the apps (`installed`, default INSTALLED_APPS)."""
     from django.apps import apps
     from django.conf import settings
     from django.urls import set_script_prefix
@@ -122,17 +122,31 @@ def load_apps() -> None:
         configure_django_logging(settings.LOGGING_CONFIG, settings.LOGGING)
         configure_logging(get_config())
         set_script_prefix("/" if settings.FORCE_SCRIPT_NAME is None else settings.FORCE_SCRIPT_NAME)
-        apps.populate(settings.INSTALLED_APPS)
+        apps.populate(settings.INSTALLED_APPS if installed is None else installed)
 
 
 def finish_setup() -> None:
+    """A stdio server's set-up (mcp_gateway.stdio.serve_stdio runs it in a worker thread before the
+    first call): when the data folder's schema record says the database needs nothing
+    (eco_service.schema_record), only the apps its calls use (settings.ECO_STDIO_APPS); otherwise
+    every app, prepare_database, and a new record for the next start."""
+    from django.apps import apps
+    from django.conf import settings
     from django.db import connections
 
-    from eco_service.bootstrap import prepare_database
+    from eco_service import schema_record
 
-    load_apps()
     try:
-        prepare_database()
+        if not apps.ready and schema_record.settled():
+            log.debug("the database is as the data folder's schema record says: loading only %s",
+                      ", ".join(settings.ECO_STDIO_APPS))
+            load_apps(settings.ECO_STDIO_APPS)
+        else:
+            from eco_service.bootstrap import prepare_database
+
+            load_apps()
+            prepare_database()
+            schema_record.record()
     finally:
         connections.close_all()  # this worker thread's own connections
     import mcp_gateway.resources

@@ -87,6 +87,12 @@ INSTALLED_APPS = [
     "upstream_sim",
 ]
 
+# What a stdio server's calls use: the apps with the models its tools read (only the catalog's).
+# A stdio server loads only these when the data folder's schema record says the database needs
+# nothing (eco_service.cli.finish_setup, eco_service.schema_record); the others serve HTTP, the
+# admin and Celery, and migrating the database loads them all (every app's migrations).
+ECO_STDIO_APPS = ["catalog", "mcp_gateway", "downloads"]
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's CSS, JS, icons) are answered here, before sessions and CSRF.
