@@ -32,6 +32,7 @@ newer state, so ages stay current without a rebuild, and the memo of query-word 
 from __future__ import annotations
 
 import bisect
+import gc
 import re
 import sys
 import threading
@@ -525,6 +526,41 @@ def _hold(key: VersionsKey, idx: CatalogIndex) -> None:
         _held.popitem(last=False)
 
 
+def _new_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> CatalogIndex:
+    """The index of these catalogs, loaded or built, moved out of the cyclic collector's reach
+    (gc.freeze(), here, once per new index). A warm index is ~100,000 objects that live until the
+    next catalog swap; every full collection walked all of them, ~110 ms with the event loop
+    stopped, most of a catalog call's p99 under load. Frozen objects sit in the permanent
+    generation, which collections skip; an index holds no reference cycles (dropping one leaves
+    nothing for the collector), so a frozen index that is superseded is still freed by reference
+    counting. The young generations are collected first, so no young cyclic garbage is frozen
+    with it.
+
+    A new process takes the index of these catalogs that the last build left in the data folder
+    (catalog.index_snapshot), far cheaper than building it again. Its load runs with the collector
+    off: with it on, young passes walked the ~100,000 containers one call makes again and again
+    (~0.2 s of CPU against ~0.07 s), and the index is frozen before the collector is back, so no
+    pass walks it even once."""
+    from catalog import index_snapshot
+
+    gc.collect(1)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        idx = index_snapshot.load(versions, info, CatalogIndex)
+        if idx is not None:
+            gc.freeze()
+            return idx
+    finally:
+        if collecting:
+            gc.enable()
+    idx = build_index(versions, info)
+    index_snapshot.save(idx)
+    gc.collect(1)  # the build's young garbage
+    gc.freeze()
+    return idx
+
+
 def get_index(*, clock=time.monotonic) -> CatalogIndex:
     """The index of the catalog versions now in the database (checked at most once a
     CHECK_INTERVAL_S, or at once after mark_dirty); built when no held index has those versions."""
@@ -544,14 +580,7 @@ def get_index(*, clock=time.monotonic) -> CatalogIndex:
         key = _key(versions)
         idx = _held.get(key)
         if idx is None:
-            # A new process takes the index of these catalogs that the last build left in the
-            # data folder (catalog.index_snapshot), far cheaper than building it again.
-            from catalog import index_snapshot
-
-            idx = index_snapshot.load(versions, info, CatalogIndex)
-            if idx is None:
-                idx = build_index(versions, info)
-                index_snapshot.save(idx)
+            idx = _new_index(versions, info)
         else:
             idx.info = info  # same catalogs, newer state: see the module docstring
         _hold(key, idx)

@@ -35,7 +35,6 @@ in-memory database (the test suite's SQLite) keeps nothing unless FOLDER names a
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import logging
 import os
@@ -110,7 +109,8 @@ def _name(info: dict[str, CatalogInfo]) -> str | None:
 def load(versions: dict[str, int], info: dict[str, CatalogInfo],
          make: Callable[..., CatalogIndex]) -> CatalogIndex | None:
     """The kept index of exactly these catalog versions, with `info` as its current state; None
-    when there is none or it cannot be read (the caller builds)."""
+    when there is none or it cannot be read (the caller builds). The caller (catalog.index,
+    which installs it) runs this with the cyclic collector off and freezes what it gets."""
     try:
         name = _name(info)
         if name is None:
@@ -123,31 +123,15 @@ def load(versions: dict[str, int], info: dict[str, CatalogInfo],
     except Exception as exc:  # a snapshot is an optimisation: never an error
         log.debug("no index snapshot: %s", exc)
         return None
-    # ~100,000 containers come out of one call: with the collector on, its young passes walked
-    # them again and again (~0.2 s of CPU against ~0.07 s without). They live until the next
-    # catalog swap, so they go straight to the permanent generation, as the gateway does with
-    # every new index (mcp_gateway/tools/catalog_access.py, _settle: young garbage collected
-    # first, then gc.freeze()), without its walk of them all (~0.07 s). An index holds no
-    # reference cycles, so a frozen one is still freed once superseded.
-    collecting = gc.isenabled()
-    gc.collect(1)
-    gc.disable()
     try:
         kept = pickle.loads(data)
         if not (isinstance(kept, dict) and kept.get("format") == FORMAT and kept.get("versions") == versions
                 and isinstance(kept.get("index"), dict)):
             raise ValueError("not a snapshot of these catalog versions")
-        idx = make(info=info, **kept["index"])
+        return make(info=info, **kept["index"])
     except Exception as exc:  # truncated, corrupt, or of other code: build instead
         log.info("ignoring the unreadable index snapshot %s: %s", path, exc)
         return None
-    else:
-        del data, kept
-        gc.freeze()
-        return idx
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def save(idx: CatalogIndex) -> None:

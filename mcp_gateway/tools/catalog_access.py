@@ -4,7 +4,6 @@ output types live with each family's reads in catalog/."""
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,8 +29,6 @@ _catalog_pool = ThreadPoolExecutor(max_workers=CATALOG_READ_THREADS, thread_name
 # (configuration, monotonic deadline): that configuration's catalogs were checked (and anything
 # due built or scheduled) recently enough; not checked again until then.
 _not_due: tuple[EcoConfig | None, float] = (None, 0.0)
-# The index the collector was last told to leave alone (see _settle).
-_settled: CatalogIndex | None = None
 
 
 def _closing_connections(fn: Callable[..., T]) -> Callable[..., T]:
@@ -82,20 +79,5 @@ async def catalog_index(cfg: EcoConfig) -> CatalogIndex:
     # interval. A catalog stays due from (1 - refresh_ahead) of its TTL until a refresh lands,
     # and every catalog call in that window paid the check and two more hops to the pool.
     _not_due = (cfg, time.monotonic() + CHECK_INTERVAL_S)
-    return _settle(await catalog_read(get_index))
-
-
-def _settle(idx: CatalogIndex) -> CatalogIndex:
-    """Keep the cyclic garbage collector's full passes off a new index. A warm index is ~100,000
-    objects that live until the next refresh; every full collection walked all of them, ~110 ms
-    with the event loop stopped, which was most of a catalog call's p99 under load. Freezing
-    moves every object alive now into the permanent generation, which collections skip.
-    An index holds no reference cycles (checked: dropping one leaves nothing for the collector),
-    so a frozen index that is superseded is still freed, by reference counting; the young
-    generations are collected first so that no young cyclic garbage is frozen with it."""
-    global _settled
-    if idx is not _settled:
-        gc.collect(1)
-        gc.freeze()
-        _settled = idx
-    return idx
+    # A new index comes frozen out of the collector's full passes (catalog.index._new_index).
+    return await catalog_read(get_index)

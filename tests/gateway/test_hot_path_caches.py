@@ -73,64 +73,6 @@ def test_peek_index_gives_the_index_only_while_no_version_check_is_due(monkeypat
     assert index.peek_index(clock=clock) is None
 
 
-# -- the collector leaves a warm index alone -----------------------------------------------------
-
-class _Index:
-    """Stands in for a CatalogIndex: anything the collector tracks."""
-
-    def __init__(self) -> None:
-        self.products = [[n] for n in range(100)]
-
-
-@pytest.fixture
-def freezes(monkeypatch: pytest.MonkeyPatch):
-    import gc
-
-    from mcp_gateway.tools import catalog_access
-
-    monkeypatch.setattr(catalog_access, "_settled", None)
-    calls: list[int] = []
-    real = gc.freeze
-    monkeypatch.setattr(gc, "freeze", lambda: (calls.append(1), real())[1])
-    yield calls
-    gc.unfreeze()
-
-
-def test_a_new_index_is_moved_out_of_the_collectors_reach(freezes):
-    import gc
-
-    from mcp_gateway.tools.catalog_access import _settle
-
-    idx = _Index()
-    assert any(o is idx.products for o in gc.get_objects())
-    assert _settle(idx) is idx
-    assert not any(o is idx.products for o in gc.get_objects())  # full collections skip it now
-
-
-def test_the_same_index_is_frozen_once_and_the_next_one_again(freezes):
-    from mcp_gateway.tools.catalog_access import _settle
-
-    first, second = _Index(), _Index()
-    _settle(first)
-    _settle(first)
-    assert freezes == [1]
-    _settle(second)
-    assert freezes == [1, 1]
-
-
-def test_a_frozen_index_that_is_superseded_is_still_freed(freezes):
-    import weakref
-
-    from mcp_gateway.tools.catalog_access import _settle
-
-    idx = _Index()
-    _settle(idx)
-    gone = weakref.ref(idx)
-    del idx
-    _settle(_Index())
-    assert gone() is None  # no cycle holds it: reference counting frees it, frozen or not
-
-
 # -- Host/Origin verdicts ---------------------------------------------------------------------------
 
 def test_host_verdicts_are_kept_per_pair_and_stay_what_a_fresh_check_says(eco_cfg):
@@ -173,13 +115,12 @@ async def test_catalogs_due_for_refresh_are_checked_once_an_interval_not_on_ever
     async def inline(fn, /, *args, **kwargs):
         return fn(*args, **kwargs)
 
-    idx = _Index()
+    idx = object()
     monkeypatch.setattr(services, "due_catalogs", due)
     monkeypatch.setattr(services, "ensure_catalogs", ensure)
     monkeypatch.setattr(catalog_access, "catalog_read", inline)
     monkeypatch.setattr(catalog_access, "get_index", lambda: idx)
     monkeypatch.setattr(catalog_access, "peek_index", lambda: idx)
-    monkeypatch.setattr(catalog_access, "_settle", lambda i: i)
     monkeypatch.setattr(catalog_access, "_not_due", (None, 0.0))
     monkeypatch.setattr(catalog_access.ports, "upstream_client", lambda: object())
     for _ in range(5):
