@@ -5,7 +5,8 @@ their answers.
     search_sites(*, query=None, domain_code=None, state_code=None, site_type=None, product=None,
                  release=None, latitude=None, longitude=None, radius_km=100.0, limit=50, offset=0)
         -> SiteSearchResult(items=[SiteHit], total, page, facets, did_you_mean, index_source,
-                            index_age_seconds, resolved); synchronous, no upstream calls
+                            index_age_seconds, resolved); synchronous, no upstream calls; a
+                            search's matches are kept per index (any page of it reuses them)
     await with_elevations(client=, hits=) -> ElevatedSites(items=[SiteSummary], from_upstream, note)
     await site_detail(idx=, client=, site=, release=, include=, ...) -> Answer[SiteRecord]
 
@@ -145,9 +146,14 @@ class SiteHit:
     score: float
     matched_on: list[str]
     distance_km: float | None = None
+    # Its summary without placement, made once: a hit is kept with its search (see _Found), so a
+    # repeated search or its next page reuses the validated item. Never changed once made.
+    _plain: SiteSummary | None = field(default=None, repr=False, compare=False)
 
     def summary(self, placement: Placement | None = None) -> SiteSummary:
         """The hit as a search result item; `placement` (elevation, UTM) only when asked for."""
+        if placement is None and self._plain is not None:
+            return self._plain
         s = self.site
         item = SiteSummary(
             site_code=s.code, site_name=s.name, site_type=s.site_type, state_code=s.state_code,
@@ -159,6 +165,8 @@ class SiteHit:
             elev, east, north, zone, hemi = placement
             item.elevation = elev
             item.utm = Utm(easting=east, northing=north, zone=zone, hemisphere=hemi) if east is not None else None
+        else:
+            self._plain = item
         return item
 
 
@@ -293,6 +301,61 @@ def search_sites(
         raise checks.bad("radius_km", "must be > 0 and <= 5000")
     idx = index or get_index()
     checks.built(idx, "sites")
+    key = (query, domain, state, stype, product, release, latitude, longitude, radius_km)
+    kept = _kept(idx)
+    found = kept.get(key)
+    if found is None:
+        found = _search(idx, query=query, domain=domain, state=state, stype=stype, product=product, release=release,
+                        latitude=latitude, longitude=longitude, radius_km=radius_km)
+        if len(kept) >= KEPT_SEARCHES:
+            kept.pop(next(iter(kept)), None)  # the oldest first (kept is not empty here)
+        kept[key] = found
+    hits = found.hits
+    info = idx.info.get("sites")
+    items = hits[offset:offset + limit]
+    return SiteSearchResult(
+        items=items,
+        total=len(hits),
+        page=page(offset, limit, len(items), len(hits)),
+        facets={name: dict(counts) for name, counts in found.facets.items()},
+        did_you_mean=list(found.did_you_mean) if found.did_you_mean is not None else None,
+        index_source=info.source if info else None,
+        index_age_seconds=idx.age_seconds.get("sites"),
+        resolved={name: dict(echo) for name, echo in found.resolved.items()},
+    )
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One search's matches, whatever page is asked: sorted hits, facets over all of them, the
+    suggestions when none, and how names were resolved."""
+
+    hits: list[SiteHit]
+    facets: dict[str, dict[str, int]]
+    did_you_mean: list[str] | None
+    resolved: dict[str, dict[str, Any]]
+
+
+# Searches kept per index (the latest index only), as catalog.products keeps product searches: a
+# built index never changes, so a search's matches are a function of its filters and the index.
+# Each call re-ran the scan of every site, the words' fuzzy pass over the vocabulary and the
+# facets (~0.6M instructions, most of the tool's own work). Bounded; the oldest goes first.
+KEPT_SEARCHES = 256
+_kept_searches: tuple[CatalogIndex | None, dict[tuple[Any, ...], _Found]] = (None, {})
+
+
+def _kept(idx: CatalogIndex) -> dict[tuple[Any, ...], _Found]:
+    global _kept_searches
+    held_idx, held = _kept_searches
+    if held_idx is not idx:
+        held = {}
+        _kept_searches = (idx, held)
+    return held
+
+
+def _search(idx: CatalogIndex, *, query: str | None, domain: str | None, state: str | None, stype: str | None,
+            product: str | None, release: str | None, latitude: float | None, longitude: float | None,
+            radius_km: float) -> _Found:
     resolved: dict[str, dict[str, Any]] = {}
     prod = None
     if product is not None:
@@ -309,7 +372,10 @@ def search_sites(
     per_word = [_words_of(idx).matches(w) for w in qwords]
 
     hits: list[SiteHit] = []
-    for pos, s in enumerate(idx.sites):
+    # Query words name their candidates (the sites every word matches): only they are filtered.
+    positions = sorted(set(per_word[0]).intersection(*per_word[1:])) if per_word else range(len(idx.sites))
+    for pos in positions:
+        s = idx.sites[pos]
         if domain and s.domain_code != domain:
             continue
         if state and s.state_code != state:
@@ -324,10 +390,8 @@ def search_sites(
         elif rel is not None and rel not in s.releases:
             continue
         score, fields = 0.0, set()
-        if qwords:
-            found = [m[pos] for m in per_word if pos in m]
-            if len(found) < len(per_word):
-                continue
+        if per_word:
+            found = [m[pos] for m in per_word]
             score = sum(m[0] for m in found)
             fields = {m[1] for m in found}
         dist = None
@@ -347,18 +411,7 @@ def search_sites(
 
         choices = {s.code: f"{s.code} {s.name}" for s in idx.sites}
         did_you_mean = [c for _, _, c in process.extract(query, choices, scorer=fuzz.WRatio, score_cutoff=60, limit=5)]
-    info = idx.info.get("sites")
-    items = hits[offset:offset + limit]
-    return SiteSearchResult(
-        items=items,
-        total=len(hits),
-        page=page(offset, limit, len(items), len(hits)),
-        facets=_facets(hits),
-        did_you_mean=did_you_mean,
-        index_source=info.source if info else None,
-        index_age_seconds=idx.age_seconds.get("sites"),
-        resolved=resolved,
-    )
+    return _Found(hits=hits, facets=_facets(hits), did_you_mean=did_you_mean, resolved=resolved)
 
 
 # -- elevations ----------------------------------------------------------------------------
