@@ -113,6 +113,10 @@ class BiorepositoryCollection(WireModel):
     collection_download_url: str | None
 
 
+def _absent_if_none(value: Any) -> bool:
+    return value is None
+
+
 class ProductRecord(WireModel):
     """eco_get_product's answer without the envelope (the tool's output adds it)."""
 
@@ -133,22 +137,24 @@ class ProductRecord(WireModel):
     releases: list[ReleaseInfo]
     availability: AvailabilitySummary
     specs_count: int
-    change_log_count: int | None = Field(description="Null from the catalog.")
+    # The upstream detail record's fields, absent unless `include` (or `release`) asked for it:
+    # 14 nulls on every catalog answer were a tenth of its bytes, paid per call on the wire.
+    change_log_count: int | None = Field(exclude_if=_absent_if_none, description="Absent from the catalog.")
     urls: ProductUrls
-    product_abstract: str | None
-    product_design_description: str | None
-    product_study_description: str | None
-    product_sensor: str | None
-    product_remarks: str | None
-    product_basic_description: str | None
-    product_expanded_description: str | None
+    product_abstract: str | None = Field(exclude_if=_absent_if_none)
+    product_design_description: str | None = Field(exclude_if=_absent_if_none)
+    product_study_description: str | None = Field(exclude_if=_absent_if_none)
+    product_sensor: str | None = Field(exclude_if=_absent_if_none)
+    product_remarks: str | None = Field(exclude_if=_absent_if_none)
+    product_basic_description: str | None = Field(exclude_if=_absent_if_none)
+    product_expanded_description: str | None = Field(exclude_if=_absent_if_none)
     text_truncated: list[str] = Field(description="Fields clipped to text_budget.")
-    specs: list[SpecInfo] | None
-    change_logs: list[ChangeLog] | None = Field(description="Newest first.")
-    change_logs_page: Page | None
-    availability_rows: list[AvailabilityRow] | None = Field(description="A row per site.")
-    availability_page: Page | None
-    biorepository_collections: list[BiorepositoryCollection] | None
+    specs: list[SpecInfo] | None = Field(exclude_if=_absent_if_none)
+    change_logs: list[ChangeLog] | None = Field(exclude_if=_absent_if_none, description="Newest first.")
+    change_logs_page: Page | None = Field(exclude_if=_absent_if_none)
+    availability_rows: list[AvailabilityRow] | None = Field(exclude_if=_absent_if_none, description="A row per site.")
+    availability_page: Page | None = Field(exclude_if=_absent_if_none)
+    biorepository_collections: list[BiorepositoryCollection] | None = Field(exclude_if=_absent_if_none)
 
 
 # -- search --------------------------------------------------------------------------------
@@ -470,6 +476,29 @@ def _catalog_summary(p: ProductEntry) -> AvailabilitySummary:
     return summary.model_copy()
 
 
+# The record served from the catalog alone (no include, no release) depends only on the entry
+# and the REST base of its URLs: kept per entry as the summary is, and dropped with it. Building
+# and validating it (its releases, its URLs, 33 fields) was half of a catalog eco_get_product's
+# own work. A caller gets a shallow copy and changes nothing inside it (the gateway never does).
+_records: dict[int, tuple[weakref.ref[ProductEntry], str, ProductRecord]] = {}
+
+
+def _catalog_record(p: ProductEntry, base_url: str) -> ProductRecord:
+    hit = _records.get(id(p))
+    if hit is not None and hit[0]() is p and hit[1] == base_url:
+        return hit[2].model_copy()
+    out = _base(p, base_url)
+    out["text_truncated"] = []
+    record = ProductRecord(**out, product_abstract=None, product_design_description=None,
+                           product_study_description=None, product_sensor=None, product_remarks=None,
+                           product_basic_description=None, product_expanded_description=None, specs=None,
+                           change_logs=None, change_logs_page=None, availability_rows=None,
+                           availability_page=None, biorepository_collections=None)
+    key = id(p)
+    _records[key] = (weakref.ref(p, lambda _ref, key=key: _records.pop(key, None)), base_url, record)  # type: ignore[misc]
+    return record.model_copy()
+
+
 def _base(p: ProductEntry, base_url: str) -> dict[str, Any]:
     """The catalog's fields of the record, by ProductRecord field name."""
     releases = [ReleaseInfo(release=r["release"], generation_date=r.get("generationDate"), doi=r.get("doi"),
@@ -548,7 +577,10 @@ async def product_detail(
         rr = resolve.resolve_release(release, index=idx)
         tag, resolved["release"] = rr.tag, rr.echo()
     wanted = sections_of(include)
-    out = _base(idx.by_code[r.code], base_url)
+    entry = idx.by_code[r.code]
+    if not wanted and tag is None:
+        return Answer(_catalog_record(entry, base_url), resolved=resolved, notes=[], from_upstream=False)
+    out = _base(entry, base_url)
     truncated: list[str] = []
     notes: list[str] = []
     out["text_truncated"] = truncated
@@ -557,8 +589,6 @@ async def product_detail(
                 "change_logs", "change_logs_page", "availability_rows", "availability_page",
                 "biorepository_collections"):
         out[key] = None
-    if not wanted and tag is None:
-        return Answer(ProductRecord(**out), resolved=resolved, notes=notes, from_upstream=False)
     rec = await client.product(r.code, release=tag)
     _from_record(rec, out, tag)
     if tag:
