@@ -212,9 +212,66 @@ async def run_raw(base: str, token: str, concurrency: int = 4) -> dict:
         return {"seconds": time.perf_counter() - t0, "bytes": total, "files": len(urls), "extra_requests": 1}
 
 
+def _mark(what: str) -> None:
+    """A marker for the load-independent measures of --measure: a failing stat of a telling path
+    that `strace -f -o` shows between the measured call's system calls, and callgrind's
+    instrumentation switched on or off when this process runs under valgrind."""
+    try:
+        os.stat(f"/eco-bench-mark-{what}")
+    except OSError:
+        pass
+    if os.environ.get("ECO_BENCH_CALLGRIND"):
+        subprocess.run(["callgrind_control", "-i", "on" if what == "start" else "off", str(os.getpid())],
+                       check=True, stdout=subprocess.DEVNULL)
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(which: str, base: str, token: str, data: Path, sim_pid: int) -> None:
+    """One warm call of `which` (eco files or raw), then one measured: CPU seconds of the whole
+    process and of the calling (event-loop) thread, between markers (see _mark)."""
+    def once(tag: str, marked: bool) -> dict:
+        dest = data / f"measure-{tag}"
+        dest.mkdir(parents=True)
+        cfg = setup(base, token, dest, **{"downloads.max_files_per_call": 500})
+        coro = run_eco(cfg, token, as_zip=False) if which == "eco" else run_raw(base, token)
+        prof = None
+        if marked and os.environ.get("ECO_BENCH_PROFILE"):
+            import cProfile
+
+            prof = cProfile.Profile(time.thread_time)  # the loop thread's CPU only
+        cpu, loop, served = time.process_time(), time.thread_time(), _cpu_of(sim_pid)
+        if marked:
+            _mark("start")
+        if prof is not None:
+            prof.enable()
+        got = asyncio.run(coro)
+        if prof is not None:
+            prof.disable()
+            prof.dump_stats(os.environ["ECO_BENCH_PROFILE"])
+        if marked:
+            _mark("stop")
+        got.update(cpu=time.process_time() - cpu, loop_cpu=time.thread_time() - loop,
+                   sim_cpu=_cpu_of(sim_pid) - served)
+        shutil.rmtree(dest, ignore_errors=True)
+        return got
+
+    once("warm", False)
+    got = once("measured", True)
+    print(f"{which}: {got['seconds']:.3f} s wall, {got['cpu']:.3f} s CPU (all threads), "
+          f"{got['loop_cpu']:.3f} s on the loop thread, simulator {got['sim_cpu']:.2f} s CPU, {got['files']} files, "
+          f"{got['bytes']} bytes")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--measure", choices=["eco", "raw"],
+                        help="one measured call only, between markers for strace and callgrind")
     opts = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="eco-bench-dl-"))
     os.environ["ECO_MCP_DATA_DIR"] = str(data / "db")
@@ -231,6 +288,9 @@ def main() -> None:
     try:
         asyncio.run(build_catalog(setup(base, token, data / "unused")))
         asyncio.run(run_raw(base, token))  # warms the simulator's byte cache
+        if opts.measure:
+            measure(opts.measure, base, token, data, proc.pid)
+            return
         # and eco once, untimed: its first call loads the catalog index and the tool modules.
         asyncio.run(run_eco(setup(base, token, data / "warm"), token, as_zip=True))
         best: dict[str, dict] = {}

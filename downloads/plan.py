@@ -74,6 +74,8 @@ class Plan:
     items: list[Item]
     resolved: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # check()'s confiner: the transfers reuse its resolved and listed directories.
+    confiner: paths.Confiner | None = field(default=None, repr=False, compare=False)
 
     @property
     def bytes(self) -> int:
@@ -201,9 +203,9 @@ def check(plan: Plan, cfg: EcoConfig, req: Request) -> None:
         raise EcoError("download_limit_exceeded", "download plan too large: " + "; ".join(over)
                        + " (narrow the selectors or call again for the rest)", details=totals)
     allowed = paths.host_matcher(d.allowed_hosts)
-    confine = paths.Confiner(plan.root)
+    confine = plan.confiner = paths.Confiner(plan.root)
     for item in plan.items:
         paths.check_url(item.url, allowed)
         target = confine(item.rel)
-        if req.if_exists == "error" and (target.exists() or target.is_symlink()):
+        if req.if_exists == "error" and confine.entry(target) is not None:
             raise paths.denied(f"if_exists: {item.rel} already exists", field="if_exists", path=str(item.rel))

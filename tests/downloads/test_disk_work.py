@@ -1,0 +1,105 @@
+"""What eco_download_files does on disk, and how few system calls it spends there: each directory
+is listed once instead of a stat per file, a symlink in a .part file's place is never written
+through, and a batch of body chunks reaches the file whole even when the kernel writes less than
+asked."""
+
+# ruff: noqa: F811  (pytest fixtures imported from tests.downloads.conftest are parameters here)
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from downloads import paths, transfer
+from eco_core.errors import EcoError
+from tests.catalog.conftest import catalog_module, fresh_index, mini_client  # noqa: F401  (fixtures)
+from tests.downloads.conftest import call_tool, dl_dir, sim_token  # noqa: F401  (fixtures)
+from tests.tools.conftest import sim_cfg  # noqa: F401  (fixture)
+
+BIRDS = "DP1.10003.001"
+SITE, MONTH = "HARV", "2020-05"
+SEL = {"product": BIRDS, "site_codes": [SITE], "start_month": MONTH}
+
+
+def expected(sim) -> dict[str, bytes]:
+    files = sim.state.files
+    served = sim.world.release_for_month(BIRDS, SITE, MONTH, None)
+    return {s.name: files.content(s) for s in files.package_files(BIRDS, SITE, MONTH, "basic", served)}
+
+
+def test_each_directory_is_listed_once_and_none_below_one_that_is_not_there(tmp_path: Path, monkeypatch):
+    root = tmp_path / "root"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "old.csv").write_text("x")
+    listed: list[str] = []
+    scandir = os.scandir
+
+    def counting(path):
+        listed.append(str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(paths.os, "scandir", counting)
+    confine = paths.Confiner(root)
+    for name in ("old.csv", "new.csv", "other.csv"):
+        confine(PurePosixPath("a") / name)
+    for rel in ("b/c/d/1.csv", "b/c/d/2.csv", "b/c/e/3.csv"):
+        confine(PurePosixPath(rel))
+    real = os.path.realpath(root)
+    # the root, a, and b (not there: scandir fails once); nothing below b
+    assert sorted(listed) == sorted([real, os.path.join(real, "a"), os.path.join(real, "b")])
+    assert confine.entry(confine(PurePosixPath("a/old.csv"))) is not None
+    assert confine.entry(confine(PurePosixPath("a/new.csv"))) is None
+    assert confine.entry(confine(PurePosixPath("b/c/d/1.csv"))) is None
+
+
+def test_a_listed_symlink_is_still_resolved_and_one_pointing_out_denied(tmp_path: Path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "d").mkdir(parents=True)
+    outside.mkdir()
+    (root / "d" / "escape.csv").symlink_to(outside / "escape.csv")
+    (root / "away").symlink_to(outside)
+    confine = paths.Confiner(root)
+    assert confine(PurePosixPath("d/fine.csv")) == (root / "d" / "fine.csv").resolve()
+    for rel in ("d/escape.csv", "away/file.csv"):
+        with pytest.raises(EcoError) as exc:
+            confine(PurePosixPath(rel))
+        assert exc.value.code == "download_denied"
+
+
+async def test_a_symlink_in_a_part_files_place_is_replaced_not_written_through(call_tool, fresh_sim, dl_dir,
+                                                                               tmp_path):
+    name, data = next(iter(expected(fresh_sim).items()))
+    folder = dl_dir / BIRDS / SITE / MONTH
+    folder.mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"not yours")
+    (folder / (name + ".part")).symlink_to(victim)
+    body = (await call_tool("eco_download_files", {**SEL, "name_contains": name})).ok
+    assert body["files"][0]["status"] == "downloaded" and body["files"][0]["verified"]
+    assert (folder / name).read_bytes() == data
+    assert victim.read_bytes() == b"not yours"
+    assert not (folder / (name + ".part")).exists() and not (folder / (name + ".part")).is_symlink()
+
+
+def test_chunks_reach_the_file_whole_and_in_order_when_the_kernel_writes_less_than_asked(tmp_path: Path,
+                                                                                          monkeypatch):
+    writev = os.writev
+    calls = []
+
+    def short(fd, buffers):
+        calls.append(len(buffers))
+        first = bytes(buffers[0])
+        return writev(fd, [first[:3]] if len(first) > 3 else [first, *buffers[1:2]])
+
+    monkeypatch.setattr(transfer.os, "writev", short)
+    chunks = [b"abcdefgh", b"", b"ij", b"klmnopqrstuvwxyz", b"0123456789"]
+    sink = transfer._Sink(tmp_path / "f.part", False, hashlib.md5())
+    for chunk in chunks:
+        sink.add(chunk)
+    sink._put_and_close(sink._take())
+    whole = b"".join(chunks)
+    assert (tmp_path / "f.part").read_bytes() == whole
+    assert sink.h.hexdigest() == hashlib.md5(whole).hexdigest()
+    assert len(calls) > 3
