@@ -63,9 +63,8 @@ class ProductSummary(WireModel):
     score: float
     matched_on: list[str]
     site_count: int
-    first_month: str | None
-    last_month: str | None
-    month_range: str | None
+    # The overall range only: its first and last months apart said the same again in every item.
+    month_range: str | None = Field(description="YYYY-MM/YYYY-MM, all sites.")
     latest_release: str | None
 
 
@@ -182,8 +181,8 @@ class ProductHit:
             product_code=p.code, product_name=p.name, product_status=p.status,
             product_science_team_abbr=p.team_abbr or None, level=p.level, themes=list(p.themes),
             product_has_expanded=p.has_expanded, description=clip(p.description, text_budget)[0] or None,
-            score=self.score, matched_on=self.matched_on, site_count=p.site_count, first_month=p.first_month,
-            last_month=p.last_month, month_range=p.month_range, latest_release=p.latest_release,
+            score=self.score, matched_on=self.matched_on, site_count=p.site_count, month_range=p.month_range,
+            latest_release=p.latest_release,
         )
         self._summaries[text_budget] = made
         return made

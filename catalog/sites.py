@@ -53,6 +53,10 @@ class Utm(WireModel):
     hemisphere: str | None
 
 
+def _absent_if_none(value: Any) -> bool:
+    return value is None
+
+
 class SiteSummary(WireModel):
     site_code: str
     site_name: str
@@ -66,9 +70,13 @@ class SiteSummary(WireModel):
     product_count: int
     score: float
     matched_on: list[str]
-    distance_km: float | None = Field(None, description="Distance from the given point (proximity search).")
-    elevation: float | None = Field(None, description="Metres; only with include_elevation.")
-    utm: Utm | None = Field(None, description="Only with include_elevation.")
+    # Present only when asked for and known: three nulls on every item of every plain search were
+    # bytes paid per call on the wire and in the SDK, for nothing.
+    distance_km: float | None = Field(None, exclude_if=_absent_if_none,
+                                      description="Distance from the given point (proximity search only).")
+    elevation: float | None = Field(None, exclude_if=_absent_if_none,
+                                    description="Metres; only with include_elevation, when known.")
+    utm: Utm | None = Field(None, exclude_if=_absent_if_none, description="Only with include_elevation, when known.")
 
 
 class SiteUrls(WireModel):
