@@ -8,6 +8,7 @@ catalog index, one product's record, and the wire types of their answers.
                                index_age_seconds, resolved); synchronous, no upstream calls; a
                                search's matches are kept per index (any page of it reuses them)
     await product_detail(idx=, client=, product=, release=, include=, ...) -> Answer[ProductRecord]
+        (`client`: the upstream client or a function giving it, called only when the upstream is asked)
         the compact base from the catalog (no request), and opt-in sections from the upstream
         detail record (`GET /products/{code}`, cached per `cache.ttl_s.detail`)
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -565,7 +567,7 @@ def _availability_rows(idx: CatalogIndex, rec: upstream_models.Product, tag: str
 
 
 async def product_detail(
-    *, idx: CatalogIndex, client: UpstreamClient, base_url: str, product: str, release: str | None,
+    *, idx: CatalogIndex, client: UpstreamClient | Callable[[], UpstreamClient], base_url: str, product: str, release: str | None,
     include: list[str], change_logs_limit: int = 25, change_logs_offset: int = 0, availability_limit: int = 100,
     availability_offset: int = 0, text_budget: int = 4000,
 ) -> Answer[ProductRecord]:
@@ -588,7 +590,9 @@ async def product_detail(
                 "change_logs", "change_logs_page", "availability_rows", "availability_page",
                 "biorepository_collections"):
         out[key] = None
-    rec = await client.product(r.code, release=tag)
+    # A function giving the client is called only now: the catalog answer above needs none.
+    upstream = client() if callable(client) else client
+    rec = await upstream.product(r.code, release=tag)
     _from_record(rec, out, tag)
     if tag:
         notes.append(f"The product as published in {tag}.")

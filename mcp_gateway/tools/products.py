@@ -148,13 +148,14 @@ async def get_product_tool(args: GetProductInput, call: CallContext) -> GetProdu
     cfg = call.cfg
     idx = await catalog_index(cfg)
     a = await product_detail(
-        idx=idx, client=ports.upstream_client(), base_url=cfg.eco.base_url, product=args.product,
+        idx=idx, client=ports.upstream_client, base_url=cfg.eco.base_url, product=args.product,
         release=args.release, include=list(args.include), change_logs_limit=args.change_logs_limit,
         change_logs_offset=args.change_logs_offset, availability_limit=args.availability_limit,
         availability_offset=args.availability_offset, text_budget=args.text_budget,
     )
     origin = "upstream" if a.from_upstream else "catalog"
-    return GetProductOutput(**dict(a.record), resolved=a.resolved, notes=a.notes,
+    # The record's fields by name (its __dict__: dict(record) walks pydantic's iterator).
+    return GetProductOutput(**a.record.__dict__, resolved=a.resolved, notes=a.notes,
                             next_steps=_product_steps(a.record, a.resolved, args),
                             source=Source(origin=origin, api_base_url=cfg.eco.base_url))
 
