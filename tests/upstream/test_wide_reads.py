@@ -47,3 +47,24 @@ def test_without_proxy_variables_the_client_reads_wide(monkeypatch):
 def test_with_a_proxy_variable_httpx_builds_its_own_transports(monkeypatch, name):
     monkeypatch.setenv(name, "http://proxy.invalid:3128")
     assert up_http._wide_read_transport(httpx.Limits()) is None
+
+
+async def test_a_connection_s_socket_transport_takes_read_bytes_from_the_kernel_per_recv():
+    import asyncio
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        stream = await up_http._WideReads().connect_tcp("127.0.0.1", port)
+        transport = stream._inner._stream._transport  # type: ignore[attr-defined]
+        assert transport.max_size == up_http.READ_BYTES
+        await stream.aclose()
+        plain = await httpcore.AnyIOBackend().connect_tcp("127.0.0.1", port)
+        assert plain._stream._transport.max_size < up_http.READ_BYTES  # type: ignore[attr-defined]
+        await plain.aclose()
+    finally:
+        server.close()
+        await server.wait_closed()
