@@ -38,6 +38,7 @@ from catalog import checks, resolve
 from catalog.availability import AvailabilityRow
 from catalog.index import STOPWORDS, CatalogIndex, ProductEntry, get_index, overlaps, words
 from catalog.releases import ReleaseInfo
+from catalog.search_common import age_seconds
 from catalog.text import clip
 from eco_core.wire import Answer, Page, WireModel, page
 
@@ -297,7 +298,7 @@ def search_products(
         facets={name: dict(counts) for name, counts in found.facets.items()},
         did_you_mean=list(found.did_you_mean) if found.did_you_mean is not None else None,
         index_source=info.source if info else None,
-        index_age_seconds=idx.age_seconds.get("products"),
+        index_age_seconds=age_seconds(idx, "products"),
         resolved={name: dict(echo) for name, echo in found.resolved.items()},
     )
 

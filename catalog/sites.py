@@ -28,6 +28,7 @@ from pydantic import Field
 from catalog import availability as av
 from catalog import checks, resolve
 from catalog.index import STOPWORDS, CatalogIndex, SiteEntry, get_index, words
+from catalog.search_common import age_seconds
 from catalog.text import clip
 from eco_core.errors import EcoError
 from eco_core.wire import Answer, Page, WireModel, page
@@ -328,7 +329,7 @@ def search_sites(
         facets={name: dict(counts) for name, counts in found.facets.items()},
         did_you_mean=list(found.did_you_mean) if found.did_you_mean is not None else None,
         index_source=info.source if info else None,
-        index_age_seconds=idx.age_seconds.get("sites"),
+        index_age_seconds=age_seconds(idx, "sites"),
         resolved={name: dict(echo) for name, echo in found.resolved.items()},
     )
 
