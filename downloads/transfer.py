@@ -14,15 +14,18 @@ progress on stderr for long plans, and every call updates the directory's manife
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import logging
 import os
+import threading
 import time
 import zipfile
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -53,6 +56,7 @@ _IOV = 512
 FLUSH_AT = 1 << 20
 PROGRESS_EVERY_S = 2.0
 Status = Literal["downloaded", "resumed", "skipped", "replaced"]
+T = TypeVar("T")
 
 
 class DownloadedFileOut(WireModel):
@@ -167,6 +171,57 @@ def _checksum_error(item: Item, got: str, why: str) -> EcoError:
                     details={"path": str(item.rel), "expected": item.md5, "got": got}, retryable=True)
 
 
+class _Lane:
+    """The disk jobs of one call (writes, MD5, checks, renames), on at most `width` worker
+    threads. A thread that finishes a job takes the next one queued instead of going back to the
+    pool, so files that finish close together (most are small) share one thread hop, and no more
+    threads than there are cores take turns with the event loop for them: MD5 is CPU work, and a
+    hasher beyond the cores only slows the loop that reads the sockets."""
+
+    def __init__(self, width: int) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.width = max(1, width)
+        self.jobs: deque[tuple[contextvars.Context, Callable[[], Any], asyncio.Future[Any]]] = deque()
+        self.lock = threading.Lock()
+        self.running = 0
+
+    def run(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        done: asyncio.Future[T] = self.loop.create_future()
+        with self.lock:
+            self.jobs.append((contextvars.copy_context(), fn, done))
+            start = self.running < self.width
+            if start:
+                self.running += 1
+        if start:
+            self.loop.run_in_executor(None, self._work)
+        return done
+
+    def _work(self) -> None:
+        while True:
+            with self.lock:
+                if not self.jobs:
+                    self.running -= 1
+                    return
+                ctx, fn, done = self.jobs.popleft()
+            try:
+                outcome: tuple[Any, BaseException | None] = (ctx.run(fn), None)
+            except Exception as exc:
+                outcome = (None, exc)
+            try:
+                self.loop.call_soon_threadsafe(_settle, done, *outcome)
+            except RuntimeError:  # the loop has closed: nobody waits for this job any more
+                pass
+
+
+def _settle(done: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
+    if done.cancelled():
+        return
+    if exc is not None:
+        done.set_exception(exc)
+    else:
+        done.set_result(result)
+
+
 class _Sink:
     """A .part file and its MD5, fed the body as it arrives. Every file-system step runs on a
     worker thread (creating a file costs 0.3-0.8 ms of kernel time on ext4, MD5 about 1.4 ms a
@@ -174,11 +229,12 @@ class _Sink:
     bytes; a full batch is written and hashed while the next arrives, at most one batch in flight
     per file. A batch goes to the thread as the chunks that arrived, never joined into one buffer
     (that was a copy of every body byte on the loop thread): the thread hashes them one by one and
-    writes them with one writev. The last batch, the close, the checks and the rename are one job:
-    most data files are a single batch, so a file costs one thread hop."""
+    writes them with one writev. The last batch, the close, the checks and the rename are one job
+    on the call's _Lane: most data files are a single batch, so a file costs one job at most, and
+    no hop at all when a lane thread is still busy with the file before."""
 
-    def __init__(self, part: Path, append: bool, h: hashlib._Hash) -> None:
-        self.part, self.append, self.h = part, append, h
+    def __init__(self, part: Path, append: bool, h: hashlib._Hash, lane: _Lane) -> None:
+        self.part, self.append, self.h, self.lane = part, append, h, lane
         self.fd: int | None = None
         self.buf: list[bytes] = []
         self.held = 0
@@ -217,7 +273,8 @@ class _Sink:
 
     async def spill(self) -> None:
         await self._drain()
-        self.pending = asyncio.ensure_future(asyncio.to_thread(self._put, self._take()))
+        chunks = self._take()
+        self.pending = self.lane.run(lambda: self._put(chunks))
 
     async def _drain(self) -> None:
         if self.pending is not None:
@@ -236,7 +293,7 @@ class _Sink:
             check(digest)
             return digest
 
-        return await asyncio.to_thread(job)
+        return await self.lane.run(job)
 
     async def close(self) -> None:
         """After an early end: what arrived is a prefix the next call resumes from."""
@@ -248,7 +305,7 @@ class _Sink:
         finally:
             chunks = self._take()
             if chunks or self.fd is not None:
-                await asyncio.to_thread(self._put_and_close, chunks)
+                await self.lane.run(lambda: self._put_and_close(chunks))
 
 
 class _Slot:
@@ -284,6 +341,7 @@ class Transfer:
         self.confine = plan.confiner or paths.Confiner(plan.root)
         self.created: list[Path] = []
         self.present: set[Path] = set()
+        self.lane = _Lane(min(cfg.eco.max_concurrency, os.cpu_count() or 1))
 
     def _mkdirs(self, directory: Path) -> None:
         """One mkdir per directory (its parents first when they are missing too), no stat."""
@@ -320,7 +378,7 @@ class Transfer:
                    site_code=item.site, month=item.month, release=item.release, changed_upstream=changed)
         # What is on disk comes from the plan's listing of the directory: no stat per file.
         existed = self.confine.entry(target) is not None
-        if existed and await asyncio.to_thread(_identical, target, item):
+        if existed and await self.lane.run(lambda: _identical(target, item)):
             self.progress.files_done += 1
             return DownloadedFileOut(**out, status="skipped", size=target.stat().st_size, verified=True)
         part = target.with_name(target.name + ".part")
@@ -370,13 +428,13 @@ class Transfer:
             h = hashlib.md5()
             resumed = bool(offset) and resp.status_code == 206
             if resumed:
-                await asyncio.to_thread(_hash_into, h, part)
+                await self.lane.run(lambda: _hash_into(h, part))
                 size = offset
             else:
                 size = 0
             limit = self.cfg.downloads.max_file_bytes
             self._mkdirs(target.parent)
-            sink = _Sink(part, resumed, h)
+            sink = _Sink(part, resumed, h, self.lane)
             progress = self.progress
             try:
                 async for chunk in resp.aiter_raw():

@@ -1,7 +1,7 @@
-"""What eco_download_files does on disk, and how few system calls it spends there: each directory
-is listed once instead of a stat per file, a symlink in a .part file's place is never written
-through, and a batch of body chunks reaches the file whole even when the kernel writes less than
-asked."""
+"""What eco_download_files does on disk, and how few system calls and threads it spends there:
+each directory is listed once instead of a stat per file, a symlink in a .part file's place is
+never written through, a batch of body chunks reaches the file whole even when the kernel writes
+less than asked, and the disk jobs run on a few threads that take queued jobs themselves."""
 
 # ruff: noqa: F811  (pytest fixtures imported from tests.downloads.conftest are parameters here)
 from __future__ import annotations
@@ -83,8 +83,8 @@ async def test_a_symlink_in_a_part_files_place_is_replaced_not_written_through(c
     assert not (folder / (name + ".part")).exists() and not (folder / (name + ".part")).is_symlink()
 
 
-def test_chunks_reach_the_file_whole_and_in_order_when_the_kernel_writes_less_than_asked(tmp_path: Path,
-                                                                                          monkeypatch):
+async def test_chunks_reach_the_file_whole_and_in_order_when_the_kernel_writes_less_than_asked(tmp_path: Path,
+                                                                                                monkeypatch):
     writev = os.writev
     calls = []
 
@@ -95,11 +95,38 @@ def test_chunks_reach_the_file_whole_and_in_order_when_the_kernel_writes_less_th
 
     monkeypatch.setattr(transfer.os, "writev", short)
     chunks = [b"abcdefgh", b"", b"ij", b"klmnopqrstuvwxyz", b"0123456789"]
-    sink = transfer._Sink(tmp_path / "f.part", False, hashlib.md5())
+    sink = transfer._Sink(tmp_path / "f.part", False, hashlib.md5(), transfer._Lane(1))
     for chunk in chunks:
         sink.add(chunk)
-    sink._put_and_close(sink._take())
+    await sink.complete(lambda digest: None)
     whole = b"".join(chunks)
     assert (tmp_path / "f.part").read_bytes() == whole
     assert sink.h.hexdigest() == hashlib.md5(whole).hexdigest()
     assert len(calls) > 3
+
+
+async def test_disk_jobs_run_on_at_most_the_lanes_width_of_threads_and_each_gets_its_own_outcome():
+    import asyncio
+    import threading
+    import time
+
+    lane = transfer._Lane(2)
+    lock = threading.Lock()
+    busy, most, threads = [0], [0], set()
+
+    def job(n: int) -> int:
+        with lock:
+            busy[0] += 1
+            most[0] = max(most[0], busy[0])
+            threads.add(threading.get_ident())
+        time.sleep(0.02)  # long enough for the queue to fill behind it
+        with lock:
+            busy[0] -= 1
+        if n == 3:
+            raise ValueError("job 3")
+        return n * 10
+
+    got = await asyncio.gather(*(lane.run(lambda n=n: job(n)) for n in range(8)), return_exceptions=True)
+    assert [g if not isinstance(g, ValueError) else "error" for g in got] == [0, 10, 20, "error", 40, 50, 60, 70]
+    assert most[0] == 2 and len(threads) == 2
+    assert lane.running == 0 and not lane.jobs
