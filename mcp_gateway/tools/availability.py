@@ -41,13 +41,13 @@ def _steps(args: AvailabilityInput, a: AvailabilityRecord) -> list[NextStep]:
     steps: list[NextStep] = []
     rows, pg = a.rows, a.page
     if rows:
-        last = max(rows, key=lambda r: r.last_month or "")
-        month = last.last_month
+        # A row names only what varies between rows; the answer names the rest.
+        last = max(rows, key=lambda r: r.last_month)
+        month, product, site = last.last_month, last.product_code or a.product_code, last.site_code or a.site_code
         steps.append(NextStep(
             tool="eco_list_files",
-            arguments={"product": last.product_code, "site_codes": [last.site_code], "start_month": month,
-                       "end_month": month},
-            why=f"Files of {last.product_code} at {last.site_code} for {month} (needs a token)."))
+            arguments={"product": product, "site_codes": [site], "start_month": month, "end_month": month},
+            why=f"Files of {product} at {site} for {month} (needs a token)."))
         if a.mode == "product":
             steps.append(NextStep(tool="eco_get_site", arguments={"site": rows[0].site_code},
                                   why="What else is measured at that site."))

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from catalog import availability as av
 from catalog.availability import Window, get_availability
 from catalog.months import expand
 from eco_core import config as eco_config
@@ -104,3 +105,34 @@ async def test_unknown_site_in_site_codes_is_not_found_naming_the_field(idx):
     with pytest.raises(EcoError) as exc:
         await read(idx, product=CODE, site_codes=["ZZZZ"])
     assert exc.value.code == "not_found" and exc.value.message.startswith("site_codes")
+
+
+def test_a_whole_cell_read_off_the_index_answers_as_shaping_its_intervals(idx):
+    # The default call reads a cell's kept texts, count and first and last month; any other call
+    # shapes its intervals. Both must give the same row for every cell the catalog holds.
+    cells = [c for p in idx.products for c in p.cells.values()]
+    assert len(cells) > 1000
+    for c in cells:
+        for fmt in ("ranges", "counts"):
+            kept = av.shape_cell(c, provisional="include", start=None, end=None, fmt=fmt)
+            shaped = av.shape_intervals(c.by_release, provisional="include", start=None, end=None, fmt=fmt,
+                                        overall=False)
+            assert kept == shaped, (c.product_code, c.site_code, fmt)
+
+
+async def test_the_default_call_takes_kept_rows_that_answer_as_fresh_ones_and_stay_bounded(idx, monkeypatch):
+    first = (await read(idx, product=CODE)).record
+    again = (await read(idx, product=CODE)).record
+    assert again == first and again.rows[0] is first.rows[0]  # kept, not made again
+    # Any other call shapes its rows afresh: the same months, another object.
+    shaped = (await read(idx, product=CODE, provisional="exclude")).record
+    released = {r.site_code: r for r in first.rows if set(r.by_release) - {"PROVISIONAL"}}
+    assert [r.site_code for r in shaped.rows] == sorted(released)
+    for row in shaped.rows:
+        assert row is not released[row.site_code]
+        assert row.by_release == {k: v for k, v in released[row.site_code].by_release.items() if k != "PROVISIONAL"}
+    monkeypatch.setattr(av, "_ROWS_HELD", 5)
+    av._rows.clear()
+    for site in [s.code for s in idx.sites][:40]:
+        await read(idx, site=site, fmt="counts")
+        assert len(av._rows) <= 5  # cleared when full

@@ -28,7 +28,9 @@ async def test_product_mode_gives_one_row_per_site_matching_the_simulator_with_n
     for row in body["rows"]:
         months = avail[row["siteCode"]]
         assert row["siteName"] == sim.world.sites[row["siteCode"]]["siteName"]
-        assert row["ranges"] == to_ranges(months) and row["months"] is None
+        # The product is named once, at the top; each month is listed once, under its release.
+        assert "productCode" not in row and "productName" not in row
+        assert "ranges" not in row and "months" not in row
         assert row["monthCount"] == len(months)
         assert (row["firstMonth"], row["lastMonth"]) == (months[0], months[-1])
         assert row["byRelease"] == expected_by_release(months)
@@ -49,7 +51,7 @@ async def test_site_mode_gives_one_row_per_product_at_the_site(run_tool, sim):
     months = sim.world.availability(row["productCode"])["HARV"]
     assert row["productName"] == sim.world.products[row["productCode"]]["productName"]
     assert row["byRelease"] == {k: count(v) for k, v in expected_by_release(months).items()}
-    assert row["ranges"] is None and row["months"] is None
+    assert "siteCode" not in row and "siteName" not in row
 
 
 async def test_cell_mode_defaults_to_months_and_accepts_names(run_tool, sim):
@@ -58,8 +60,10 @@ async def test_cell_mode_defaults_to_months_and_accepts_names(run_tool, sim):
     assert body["resolved"]["product"]["productCode"] == SOIL and body["resolved"]["site"]["siteCode"] == "HARV"
     months = sim.world.availability(SOIL)["HARV"]
     [row] = body["rows"]
-    assert row["months"] == months
-    assert row["byRelease"]["PROVISIONAL"] == [m for m in months if m > CUTOFF]
+    assert row["byRelease"] == {"PROVISIONAL": [m for m in months if m > CUTOFF],
+                                "RELEASE-2026": [m for m in months if m <= CUTOFF]}
+    assert not {"productCode", "productName", "siteCode", "siteName"} & set(row)
+    assert (row["monthCount"], row["firstMonth"], row["lastMonth"]) == (len(months), months[0], months[-1])
     files = next(s for s in body["nextSteps"] if s["tool"] == "eco_list_files")
     assert files["arguments"] == {"product": SOIL, "site_codes": ["HARV"], "start_month": months[-1],
                                   "end_month": months[-1]}
@@ -69,7 +73,8 @@ async def test_window_is_applied_locally_with_a_note(run_tool, sim):
     body = (await run_tool("eco_get_availability", {"product": SOIL, "site": "HARV", "start_month": "2020-03",
                                                      "end_month": "2020-08", "format": "ranges"})).ok
     months = [m for m in sim.world.availability(SOIL)["HARV"] if "2020-03" <= m <= "2020-08"]
-    assert body["rows"][0]["ranges"] == to_ranges(months)
+    assert body["rows"][0]["byRelease"] == {"RELEASE-2026": to_ranges(months)}
+    assert body["rows"][0]["monthCount"] == len(months)
     assert body["window"] == {"startMonth": "2020-03", "endMonth": "2020-08"}
     assert any("window" in n and "locally" in n for n in body["notes"])
 
