@@ -193,7 +193,12 @@ class _Lane:
             if start:
                 self.running += 1
         if start:
-            self.loop.run_in_executor(None, self._work)
+            try:
+                self.loop.run_in_executor(None, self._work)
+            except RuntimeError:  # the executor has shut down (the loop is closing)
+                with self.lock:
+                    self.running -= 1
+                raise
         return done
 
     def _work(self) -> None:
@@ -240,6 +245,23 @@ class _Sink:
         self.held = 0
         self.pending: asyncio.Future[None] | None = None
         self.done = False
+        self.last: threading.Event | None = None
+
+    def _job(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        """fn on the lane, after this file's previous job has ended: a call cancelled while a
+        batch was being written still closes the file after that batch, never beside it."""
+        before, mine = self.last, threading.Event()
+        self.last = mine
+
+        def job() -> T:
+            try:
+                if before is not None:
+                    before.wait()  # already running or done: the lane takes jobs in order
+                return fn()
+            finally:
+                mine.set()
+
+        return self.lane.run(job)
 
     def _put(self, chunks: list[bytes]) -> None:
         # os.open, not open(): a file object adds fstat, isatty and lseek calls, and each call
@@ -274,7 +296,7 @@ class _Sink:
     async def spill(self) -> None:
         await self._drain()
         chunks = self._take()
-        self.pending = self.lane.run(lambda: self._put(chunks))
+        self.pending = self._job(lambda: self._put(chunks))
 
     async def _drain(self) -> None:
         if self.pending is not None:
@@ -293,7 +315,7 @@ class _Sink:
             check(digest)
             return digest
 
-        return await self.lane.run(job)
+        return await self._job(job)
 
     async def close(self) -> None:
         """After an early end: what arrived is a prefix the next call resumes from."""
@@ -305,7 +327,7 @@ class _Sink:
         finally:
             chunks = self._take()
             if chunks or self.fd is not None:
-                await self.lane.run(lambda: self._put_and_close(chunks))
+                await self._job(lambda: self._put_and_close(chunks))
 
 
 class _Slot:
@@ -385,9 +407,12 @@ class Transfer:
         offset = 0
         held = self.confine.entry(part)
         if held is not None and held.is_symlink():
-            part.unlink()  # not a transfer of ours to continue: never followed, replaced
+            part.unlink(missing_ok=True)  # not a transfer of ours to continue: never followed, replaced
         elif held is not None and held.is_file():
-            offset = held.stat().st_size
+            try:
+                offset = held.stat().st_size
+            except FileNotFoundError:  # gone since the directory was listed
+                pass
         if item.exact_size is not None and offset > item.exact_size:
             part.unlink()
             offset = 0

@@ -129,4 +129,35 @@ async def test_disk_jobs_run_on_at_most_the_lanes_width_of_threads_and_each_gets
     got = await asyncio.gather(*(lane.run(lambda n=n: job(n)) for n in range(8)), return_exceptions=True)
     assert [g if not isinstance(g, ValueError) else "error" for g in got] == [0, 10, 20, "error", 40, 50, 60, 70]
     assert most[0] == 2 and len(threads) == 2
+    for _ in range(500):  # the threads leave once they find the queue empty
+        if lane.running == 0:
+            break
+        await asyncio.sleep(0.01)
     assert lane.running == 0 and not lane.jobs
+
+
+async def test_a_transfer_cancelled_while_a_batch_is_written_closes_its_file_after_that_batch(tmp_path: Path,
+                                                                                            monkeypatch):
+    import asyncio
+    import threading
+
+    writev, gate = os.writev, threading.Event()
+
+    def held_back(fd, buffers):
+        if bytes(buffers[0]) == b"first":
+            gate.wait(10)
+        return writev(fd, buffers)
+
+    monkeypatch.setattr(transfer.os, "writev", held_back)
+    sink = transfer._Sink(tmp_path / "f.part", False, hashlib.md5(), transfer._Lane(2))
+    sink.add(b"first")
+    await sink.spill()
+    sink.add(b"second")
+    closing = asyncio.ensure_future(sink.close())
+    await asyncio.sleep(0.05)  # close() now waits for the first batch
+    closing.cancel()  # as a cancelled call would: the rest goes to the lane at once
+    await asyncio.sleep(0.05)
+    gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await closing
+    assert (tmp_path / "f.part").read_bytes() == b"firstsecond"
