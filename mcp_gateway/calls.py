@@ -176,8 +176,7 @@ async def _execute(
                     f"{spec.name} runs only on the stdio transport",
                     details={"tool": spec.name},
                 )
-            args = cap_page_sizes(parse_arguments(spec, arguments), call.cfg.limits.max_limit,
-                                  default_limit=call.cfg.limits.default_limit)
+            args = _capped(parse_arguments(spec, arguments), call.cfg.limits.max_limit, call.cfg.limits.default_limit)
             if spec.requires_token and token is None and not _token_optional(spec, args):
                 raise EcoError(
                     "auth_required",
@@ -203,6 +202,24 @@ async def _execute(
         is_error=False,
         _meta=_meta(acct, extra_meta),
     )
+
+
+# Page sizes capped per kept input (mcp_gateway.arguments keeps valid inputs, so the same
+# arguments arrive as the same instance): by identity, the input held alongside so its id is not
+# reused while the entry lives. An input that cap_page_sizes refuses raises and is not kept.
+_KEPT_CAPS = 1024
+_caps: dict[int, tuple[Any, int, int | None, Any]] = {}
+
+
+def _capped(args: Any, max_limit: int, default_limit: int | None) -> Any:
+    kept = _caps.get(id(args))
+    if kept is not None and kept[0] is args and kept[1] == max_limit and kept[2] == default_limit:
+        return kept[3]
+    capped = cap_page_sizes(args, max_limit, default_limit=default_limit)
+    if len(_caps) >= _KEPT_CAPS:
+        _caps.pop(next(iter(_caps)), None)
+    _caps[id(args)] = (args, max_limit, default_limit, capped)
+    return capped
 
 
 def _scrubbed(payload: dict[str, Any], text: str | None) -> tuple[dict[str, Any], str]:
