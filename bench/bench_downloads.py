@@ -3,6 +3,11 @@ raw loopback transfer of the same bytes, on one simulator and one selection (one
 3 sites, 6 months, basic package).
 
     .venv/bin/python bench/bench_downloads.py [--rounds 2]
+    .venv/bin/python bench/bench_downloads.py --measure eco|raw   # one warm, one measured call:
+        wall, CPU of all threads, of the loop thread and of the simulator; between marker stats
+        (/eco-bench-mark-start, -stop) for `strace -f -o FILE`, and with ECO_BENCH_CALLGRIND=1
+        under `valgrind --tool=callgrind --instr-atstart=no [--separate-threads=yes]` it switches
+        instrumentation on for that call only; ECO_BENCH_PROFILE=FILE: cProfile of the loop thread
 
 Setup: the simulator in its own process (`manage.py eco_sim`, rate limits scaled up), a
 throw-away SQLite catalog built from it, a fresh download directory per run. Runners:
@@ -42,6 +47,36 @@ On a quiet box the goal is NOT met (the lead's run at 261d4d4, load average 1.1-
   (1.32 G against 1.07 G a call) and its per-file thread hops, which an idle second core does not
   hide (cProfile of one quiet call: lstat/stat ~730 calls, URL parsing and the per-request
   sender, ~1.6 ms a file beyond raw).
+Later session (helper-44), all threads from one measured call (--measure), before = 261d4d4:
+  callgrind, instructions      before            after            raw
+    loop thread                0.803 G           0.743 G          1.079 G (raw: all of it)
+    disk/MD5 workers           0.480 G, 3 thr.   0.483 G, 2 thr.  -
+    all threads                1.288 G           1.231 G          1.080 G
+  strace -f -c, client only    before            after            raw
+    newfstatat (stat/lstat)    758 (4/file)      38 (0/file)      13
+    epoll_ctl / recvfrom       628 / 515         340 / 361        620 / 304
+    write(v) of body bytes     152 write         135 writev       -
+    futex                      ~3,000            ~3,900-5,100     127  (timing-dependent: GIL hand-offs)
+  - each directory is listed once (scandir) and the transfers reuse the plan's listing: no stat
+    per file at all (the plan's lstat, the transfer's lstat, exists() and the .part's stat went);
+  - body chunks reach the worker unjoined (writev; MD5 fed chunk by chunk): the loop's b"".join
+    copied every body byte (47 M instructions a call);
+  - asyncio's socket transport takes up to 1 MiB per recv instead of 256 KiB: ~290 -> ~165 reads
+    up through anyio/httpcore/h11/httpx a call, half the epoll_ctl calls;
+  - disk jobs run on a lane of min(max_concurrency, cores) threads that take queued jobs
+    themselves. 135 jobs a call (114 finishes, ~21 spills of files over 1 MiB) still cost 124-129
+    thread starts: a job takes ~1 ms and the next seldom waits, so batching is rare here; what
+    the lane buys is no more hashing threads than cores (3-4 before) and ordered jobs per file.
+  What is left beyond raw is MD5 (0.47 G instructions), the kernel's file work (~0.2 ms a file:
+  create, write, rename; ~25 ms a call) and the GIL hand-offs to the worker threads (the futex
+  count): on 2 cores shared with the simulator they compete with the loop, whose own work is now
+  ~30 % below raw's. Whole runs, best of 5 (no quiet box this session):
+    load 4.3-4.6   eco 0.68 s  raw 0.65 s   94 % best vs best, rounds' median 100 %
+    load 8.1-8.5   eco 0.80 s  raw 0.88 s  111 %, median 83 %
+    load 8.5-9.6   eco 1.05 s  raw 0.75 s   72 %, median 75 %
+  In-process pairs at load 5-6 (eco call then raw, 6 pairs): eco 0.73-1.13 s, raw 1.21-1.45 s,
+  loop-thread user CPU 0.28-0.36 s against 0.30-0.40 s. Whether the goal holds on a quiet box
+  is not shown by these runs.
 At this load wall times move by 2x from round to round; the pairs' ratios move less. Where the
 time went, measured in process (py-spy, cProfile on thread CPU time, strace -c, callgrind):
 - CPU on the event-loop thread per call: before 0.60-0.73 s against raw's 0.42-0.52 s; after
