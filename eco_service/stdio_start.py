@@ -7,6 +7,7 @@ handed to it)."""
 from __future__ import annotations
 
 import argparse
+import gc
 from typing import Any
 
 
@@ -31,7 +32,21 @@ def run_command(args: list[str]) -> int | None:
     """`manage.py eco_mcp_stdio ARGS` without django.setup() ahead of the command: the same flags,
     configuration checks and exit statuses as the Django command (eco_service.cli.run), with the
     apps loaded by serve_stdio after the first answers. None: not handled here (see
-    _serving_options, and settings that do not load), the caller runs Django's command."""
+    _serving_options, and settings that do not load), the caller runs Django's command.
+
+    The cyclic collector is off while the command starts: the ~1,100 modules imported before the
+    first answer make ~130,000 objects that live as long as the process, and each full pass
+    walked all of them again (two or three before the first answer: ~100M instructions, more of
+    the CPU than that on a loaded box, being memory-bound). serve_stdio freezes what start-up
+    made and turns the collector back on before it serves; any other outcome turns it on here."""
+    gc.disable()
+    try:
+        return _run_command(args)
+    finally:
+        gc.enable()
+
+
+def _run_command(args: list[str]) -> int | None:
     options = _serving_options(args)
     if options is None:
         return None

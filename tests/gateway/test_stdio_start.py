@@ -142,3 +142,13 @@ def test_a_bad_configuration_stops_the_serving_command_as_the_django_command_doe
     assert quick.returncode == django.returncode == 2
     assert quick.stderr == django.stderr and "eco.max_concurrency" in quick.stderr
     assert quick.stdout == django.stdout == ""
+
+
+def test_a_start_handed_back_to_djangos_command_has_the_cyclic_collector_on():
+    import gc
+
+    from eco_service.stdio_start import run_command
+
+    assert gc.isenabled()
+    assert run_command(["--print-config"]) is None  # Django's command prints it
+    assert gc.isenabled()  # run_command turns it off while it starts
