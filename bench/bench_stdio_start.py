@@ -16,6 +16,20 @@ Setup as bench_vs_sdk: the simulator, a throw-away SQLite data folder with the f
 built (or --data-dir, a folder of the caller's, left in place; its catalogs are refreshed), then
 one untimed spawn of each kind, which writes the kept tool listing and index snapshot: the
 figures are of a warm data folder, as an agent's second session finds it.
+
+Issue 19, helper-45's session (medians of 5; before = 3bd102b, after = eb1c05b plus others' commits
+in between; each tree a copy of its own with compiled bytecode; the box shared, load in brackets):
+
+                            before (load 4-6)              after (load 8-11)
+    bare tools/list         1.86 s, 0.72 s CPU, 2.703G     2.19 s, 0.84 s CPU, 2.702G
+    eco tools/list          2.24 s, 0.85 s CPU, 3.044G     2.31 s, 0.90 s CPU, 2.941G
+      x bare                wall x1.21, CPU x1.18, x1.13   wall x1.06, CPU x1.07, x1.09
+    eco first search        3.77 s, 1.40 s CPU, 5.079G     3.41 s, 1.36 s CPU, 4.312G (-15 %)
+
+(CPU seconds grow with the load on a shared box: compare them to bare's in the same run, first
+search x1.94 -> x1.62 of bare's tools/list CPU.) What did it: only the catalog's apps loaded when
+the data folder's schema record says the database needs nothing (eco_service.schema_record), the
+collector off during start-up and what start-up made frozen before serving (stdio_start, stdio).
 """
 
 from __future__ import annotations
