@@ -77,6 +77,11 @@ Later session (helper-44), all threads from one measured call (--measure), befor
   In-process pairs at load 5-6 (eco call then raw, 6 pairs): eco 0.73-1.13 s, raw 1.21-1.45 s,
   loop-thread user CPU 0.28-0.36 s against 0.30-0.40 s. Whether the goal holds on a quiet box
   is not shown by these runs.
+  The lead's quiet-box run after these changes (tree 517ad8c, load average 1.1-1.3, nothing else
+  running; this machine is faster than 261d4d4's): eco files 0.25 s, raw 0.14 s: 56 % best vs
+  best, rounds 53/56/74/49/54 % (median 54 %): the goal is still NOT met; eco zips vs
+  neonutilities 4.4x; every MD5 verified, one listing request a call. At 350 MB/s raw, eco's
+  ~0.9 ms a file beyond raw (114 files) is the whole gap.
 At this load wall times move by 2x from round to round; the pairs' ratios move less. Where the
 time went, measured in process (py-spy, cProfile on thread CPU time, strace -c, callgrind):
 - CPU on the event-loop thread per call: before 0.60-0.73 s against raw's 0.42-0.52 s; after
