@@ -38,7 +38,7 @@ from catalog import checks, resolve
 from catalog.availability import AvailabilityRow
 from catalog.index import STOPWORDS, CatalogIndex, ProductEntry, get_index, overlaps, words
 from catalog.releases import ReleaseInfo
-from catalog.search_common import age_seconds
+from catalog.search_common import Found, KeptSearches, age_seconds
 from catalog.text import clip
 from eco_core.wire import Answer, Page, WireModel, page
 
@@ -280,38 +280,12 @@ def search_products(
     idx = index or get_index()
     checks.built(idx, "products")
     key = (query, theme, team, status, level, has_expanded, site, domain, release, lo, hi, sort)
-    kept = _kept(idx)
-    found = kept.get(key)
-    if found is None:
-        found = _search(idx, query=query, theme=theme, team=team, st=st, status=status, level=level,
-                        has_expanded=has_expanded, site=site, domain=domain, release=release, lo=lo, hi=hi, sort=sort)
-        if len(kept) >= KEPT_SEARCHES:
-            kept.pop(next(iter(kept)), None)  # the oldest first (kept is not empty here)
-        kept[key] = found
-    hits = found.hits
+    found = _KEPT.found(idx, key, KEPT_SEARCHES, lambda: _search(
+        idx, query=query, theme=theme, team=team, st=st, status=status, level=level, has_expanded=has_expanded,
+        site=site, domain=domain, release=release, lo=lo, hi=hi, sort=sort))
     info = idx.info.get("products")
-    items = hits[offset:offset + limit]
-    return ProductSearchResult(
-        items=items,
-        total=len(hits),
-        page=page(offset, limit, len(items), len(hits)),
-        facets={name: dict(counts) for name, counts in found.facets.items()},
-        did_you_mean=list(found.did_you_mean) if found.did_you_mean is not None else None,
-        index_source=info.source if info else None,
-        index_age_seconds=age_seconds(idx, "products"),
-        resolved={name: dict(echo) for name, echo in found.resolved.items()},
-    )
-
-
-@dataclass(frozen=True)
-class _Found:
-    """One search's matches, whatever page is asked: sorted hits, facets over all of them, the
-    suggestions when none, and how names were resolved."""
-
-    hits: list[ProductHit]
-    facets: dict[str, dict[str, int]]
-    did_you_mean: list[str] | None
-    resolved: dict[str, dict[str, Any]]
+    return ProductSearchResult(**found.page_of(offset, limit), index_source=info.source if info else None,
+                               index_age_seconds=age_seconds(idx, "products"))
 
 
 # Searches kept per index (the latest index only): a built index never changes, so a search's
@@ -320,16 +294,12 @@ class _Found:
 # match and, for a miss, a fuzzy pass over ~200 names (~1M instructions a call, more than the
 # rest of the tool's own work together). Bounded; the oldest goes first.
 KEPT_SEARCHES = 256
-_kept_searches: tuple[CatalogIndex | None, dict[tuple[Any, ...], _Found]] = (None, {})
+_KEPT: KeptSearches[ProductHit] = KeptSearches()
+_Found = Found[ProductHit]
 
 
-def _kept(idx: CatalogIndex) -> dict[tuple[Any, ...], _Found]:
-    global _kept_searches
-    held_idx, held = _kept_searches
-    if held_idx is not idx:
-        held = {}
-        _kept_searches = (idx, held)
-    return held
+def _kept(idx: CatalogIndex) -> dict[tuple[Any, ...], Found[ProductHit]]:
+    return _KEPT.held(idx)
 
 
 def _search(idx: CatalogIndex, *, query: str | None, theme: str | None, team: str | None, st: str,

@@ -28,7 +28,7 @@ from pydantic import Field
 from catalog import availability as av
 from catalog import checks, resolve
 from catalog.index import STOPWORDS, CatalogIndex, SiteEntry, get_index, words
-from catalog.search_common import age_seconds
+from catalog.search_common import Found, KeptSearches, age_seconds
 from catalog.text import clip
 from eco_core.errors import EcoError
 from eco_core.wire import Answer, Page, WireModel, page
@@ -311,38 +311,12 @@ def search_sites(
     idx = index or get_index()
     checks.built(idx, "sites")
     key = (query, domain, state, stype, product, release, latitude, longitude, radius_km)
-    kept = _kept(idx)
-    found = kept.get(key)
-    if found is None:
-        found = _search(idx, query=query, domain=domain, state=state, stype=stype, product=product, release=release,
-                        latitude=latitude, longitude=longitude, radius_km=radius_km)
-        if len(kept) >= KEPT_SEARCHES:
-            kept.pop(next(iter(kept)), None)  # the oldest first (kept is not empty here)
-        kept[key] = found
-    hits = found.hits
+    found = _KEPT.found(idx, key, KEPT_SEARCHES, lambda: _search(
+        idx, query=query, domain=domain, state=state, stype=stype, product=product, release=release,
+        latitude=latitude, longitude=longitude, radius_km=radius_km))
     info = idx.info.get("sites")
-    items = hits[offset:offset + limit]
-    return SiteSearchResult(
-        items=items,
-        total=len(hits),
-        page=page(offset, limit, len(items), len(hits)),
-        facets={name: dict(counts) for name, counts in found.facets.items()},
-        did_you_mean=list(found.did_you_mean) if found.did_you_mean is not None else None,
-        index_source=info.source if info else None,
-        index_age_seconds=age_seconds(idx, "sites"),
-        resolved={name: dict(echo) for name, echo in found.resolved.items()},
-    )
-
-
-@dataclass(frozen=True)
-class _Found:
-    """One search's matches, whatever page is asked: sorted hits, facets over all of them, the
-    suggestions when none, and how names were resolved."""
-
-    hits: list[SiteHit]
-    facets: dict[str, dict[str, int]]
-    did_you_mean: list[str] | None
-    resolved: dict[str, dict[str, Any]]
+    return SiteSearchResult(**found.page_of(offset, limit), index_source=info.source if info else None,
+                            index_age_seconds=age_seconds(idx, "sites"))
 
 
 # Searches kept per index (the latest index only), as catalog.products keeps product searches: a
@@ -350,16 +324,12 @@ class _Found:
 # Each call re-ran the scan of every site, the words' fuzzy pass over the vocabulary and the
 # facets (~0.6M instructions, most of the tool's own work). Bounded; the oldest goes first.
 KEPT_SEARCHES = 256
-_kept_searches: tuple[CatalogIndex | None, dict[tuple[Any, ...], _Found]] = (None, {})
+_KEPT: KeptSearches[SiteHit] = KeptSearches()
+_Found = Found[SiteHit]
 
 
-def _kept(idx: CatalogIndex) -> dict[tuple[Any, ...], _Found]:
-    global _kept_searches
-    held_idx, held = _kept_searches
-    if held_idx is not idx:
-        held = {}
-        _kept_searches = (idx, held)
-    return held
+def _kept(idx: CatalogIndex) -> dict[tuple[Any, ...], Found[SiteHit]]:
+    return _KEPT.held(idx)
 
 
 def _search(idx: CatalogIndex, *, query: str | None, domain: str | None, state: str | None, stype: str | None,
