@@ -14,23 +14,24 @@ window locally and renders the chosen format.
     shape_intervals(parsed, provisional=, ...)          -> the same from month-index intervals
     totals(rows)                                        -> AvailabilityTotals over every row
 
-eco_get_availability's rows (AvailabilityCell) carry each month once: in `byRelease`, not again
-as an overall list beside it, and not the names the answer's top level already gives (a
+eco_get_availability's rows (AvailabilityCell here; catalog.availability_cell names the class
+AvailabilityRow, as the spec names the type, for its tool schema) carry each month once: in
+`byRelease`, not again as an overall list beside it, and not the names the answer's top level already gives (a
 product's 47 sites repeated its name 47 times). eco_get_product's `availabilityRows` keep the
 fuller AvailabilityRow (its own surface, shaped by shape_row).
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
 from catalog import months, resolve
+from catalog.availability_cell import AvailabilityRow as AvailabilityCell
 from catalog.checks import bad
 from catalog.index import CatalogIndex, Interval, merge
 from catalog.index import Cell as IndexCell
@@ -71,31 +72,6 @@ class AvailabilityRow(WireModel):
     months: list[str] | None = Field(None, description="Every month (months format).")
     by_release: dict[str, list[str] | int] = Field(
         default_factory=dict, description="Ranges, months or counts (per format) per release; PROVISIONAL too.")
-
-
-# Whether a field is left out: `None is value`, called in C (per field of each row, each dump).
-_absent_if_none = partial(operator.is_, None)
-
-
-class AvailabilityCell(WireModel):
-    # One product at one site: a row of eco_get_availability (a comment: a docstring would be
-    # repeated in the tool schema). Its months are listed once, per release, in byRelease, and it
-    # names only what varies between rows: the site in product mode, the product in site mode.
-
-    product_code: str | None = Field(None, exclude_if=_absent_if_none,
-                                     description="Absent: the answer's productCode.")
-    product_name: str | None = Field(None, exclude_if=_absent_if_none,
-                                     description="Absent: the answer's (or none known).")
-    site_code: str | None = Field(None, exclude_if=_absent_if_none, description="Absent: the answer's siteCode.")
-    site_name: str | None = Field(None, exclude_if=_absent_if_none, description="Absent: the answer's (or none known).")
-    month_count: int = Field(description="Months with data in any kept release, each counted once.")
-    provisional_month_count: int
-    first_month: str
-    last_month: str
-    by_release: dict[str, list[str] | int] = Field(
-        default_factory=dict,
-        description="The row's months per release, PROVISIONAL too: YYYY-MM/YYYY-MM ranges, months or counts "
-                    "(per format).")
 
 
 class AvailabilityTotals(WireModel):

@@ -59,6 +59,14 @@ def test_every_tool_declares_2020_12_schemas_that_are_themselves_valid():
         assert {"resolved", "notes", "nextSteps", "source"} <= set(tool["outputSchema"]["required"])
 
 
+@pytest.mark.parametrize(("tool", "field"), [("eco_get_availability", "rows"), ("eco_get_product", "availabilityRows")])
+def test_availability_rows_carry_the_type_name_the_spec_gives_them(tool, field):
+    # The two tools' rows differ in shape, but the spec names both AvailabilityRow.
+    schema = next(t["outputSchema"] for t in _listed(http=False) if t["name"] == tool)
+    assert "AvailabilityRow" in schema["$defs"]
+    assert "#/$defs/AvailabilityRow" in json.dumps(schema["properties"][field])
+
+
 def test_every_input_property_is_snake_case():
     for tool in _listed(http=False):
         for name in tool["inputSchema"].get("properties", {}):
