@@ -40,7 +40,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from catalog.models import CatalogState, LocationRow, ProductRow, ProductSiteAvailabilityRow, ReleaseRow, SiteRow
 from eco_core.config import get_config
@@ -238,8 +238,16 @@ class CatalogIndex:
 
     @property
     def age_seconds(self) -> dict[str, int | None]:
-        now = datetime.now().astimezone()
-        return {c: (int((now - i.refreshed_at).total_seconds()) if i.refreshed_at else None) for c, i in self.info.items()}
+        return {c: self.age_of(c) for c in self.info}
+
+    def age_of(self, catalog: str) -> int | None:
+        """Whole seconds since `catalog` was refreshed. Refresh times are aware, so UTC's `now`
+        gives the same difference as the local one without reading the local time zone (that
+        read was a fifth of a kept search's own work)."""
+        info = self.info.get(catalog)
+        if info is None or info.refreshed_at is None:
+            return None
+        return int((datetime.now(UTC) - info.refreshed_at).total_seconds())
 
 
 def _fuzzy(word: str, vocab: list[str]) -> list[tuple[str, float]]:

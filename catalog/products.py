@@ -38,7 +38,7 @@ from catalog import checks, resolve
 from catalog.availability import AvailabilityRow
 from catalog.index import STOPWORDS, CatalogIndex, ProductEntry, get_index, overlaps, words
 from catalog.releases import ReleaseInfo
-from catalog.search_common import Found, KeptSearches, age_seconds
+from catalog.search_common import Found, KeptSearches
 from catalog.text import clip
 from eco_core.wire import Answer, Page, WireModel, page
 
@@ -285,7 +285,7 @@ def search_products(
         site=site, domain=domain, release=release, lo=lo, hi=hi, sort=sort))
     info = idx.info.get("products")
     return ProductSearchResult(**found.page_of(offset, limit), index_source=info.source if info else None,
-                               index_age_seconds=age_seconds(idx, "products"))
+                               index_age_seconds=idx.age_of("products"))
 
 
 # Searches kept per index (the latest index only): a built index never changes, so a search's

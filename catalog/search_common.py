@@ -4,24 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from catalog.index import CatalogIndex
 from eco_core.wire import page
 
 H = TypeVar("H")
-
-
-def age_seconds(idx: CatalogIndex, catalog: str) -> int | None:
-    """Whole seconds since `catalog` was refreshed, as `CatalogIndex.age_seconds` gives it, for
-    one catalog: that property reads the local time zone and ages every catalog, a fifth of a
-    kept search's own work, for the one number a search answers with. (Refresh times are aware,
-    so any aware `now` gives the same difference.)"""
-    info = idx.info.get(catalog)
-    if info is None or info.refreshed_at is None:
-        return None
-    return int((datetime.now(UTC) - info.refreshed_at).total_seconds())
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from pydantic import Field
 from catalog import availability as av
 from catalog import checks, resolve
 from catalog.index import STOPWORDS, CatalogIndex, SiteEntry, get_index, words
-from catalog.search_common import Found, KeptSearches, age_seconds
+from catalog.search_common import Found, KeptSearches
 from catalog.text import clip
 from eco_core.errors import EcoError
 from eco_core.wire import Answer, Page, WireModel, page
@@ -316,7 +316,7 @@ def search_sites(
         latitude=latitude, longitude=longitude, radius_km=radius_km))
     info = idx.info.get("sites")
     return SiteSearchResult(**found.page_of(offset, limit), index_source=info.source if info else None,
-                            index_age_seconds=age_seconds(idx, "sites"))
+                            index_age_seconds=idx.age_of("sites"))
 
 
 # Searches kept per index (the latest index only), as catalog.products keeps product searches: a

@@ -72,9 +72,9 @@ def _http_cfg(sim: Any, active_config: Any, **flags: Any) -> eco_config.EcoConfi
 
 @pytest.fixture
 def frozen_catalog_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stops the catalog's age (`indexAgeSeconds`) ticking, so two answers can be byte-equal (the
-    index's ages and the searches' own, catalog.search_common)."""
-    from catalog import index, search_common
+    """Stops the catalog's age (`indexAgeSeconds`) ticking, so two answers can be byte-equal (every
+    age comes from catalog.index's clock)."""
+    from catalog import index
 
     frozen = datetime.now().astimezone()
 
@@ -84,7 +84,6 @@ def frozen_catalog_clock(monkeypatch: pytest.MonkeyPatch) -> None:
             return frozen
 
     monkeypatch.setattr(index, "datetime", Frozen)
-    monkeypatch.setattr(search_common, "datetime", Frozen)
 
 
 @pytest.mark.usefixtures("sim_cfg", "frozen_catalog_clock")
