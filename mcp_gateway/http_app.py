@@ -29,12 +29,12 @@ from typing import Any
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import PROTOCOL_VERSION_META_KEY
 from mcp_types.jsonrpc import UNSUPPORTED_PROTOCOL_VERSION
-from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from eco_core import __version__, metrics
 from eco_core.config import EcoConfig, get_config, set_config
-from mcp_gateway import health, ports
+from mcp_gateway import health, ports, splice
 from mcp_gateway.origin import HostPolicy
 from mcp_gateway.registry import Registry
 from mcp_gateway.server import build_server
@@ -182,10 +182,16 @@ class EcoHttpApp:
             if envelope_body is None:
                 return
             receive = _replay(envelope_body, receive)
-        if self.cfg.server.json_response or "text/event-stream" not in (_header(scope, b"accept") or ""):
-            await self.manager.handle_request(scope, receive, send)
+        sse = not self.cfg.server.json_response and "text/event-stream" in (_header(scope, b"accept") or "")
+        if version not in MODERN_PROTOCOL_VERSIONS:
+            # The handshake era's transport runs the handler in a task of its own session: no
+            # splices (mcp_gateway.splice), only the SSE framing.
+            await self.manager.handle_request(scope, receive, _Reply(send, sse=True) if sse else send)
             return
-        await self.manager.handle_request(scope, receive, _SingleSseFrame(send))
+        with splice.scope() as pending:
+            await self.manager.handle_request(scope, receive, _Reply(send, sse=sse, pending=pending))
+        if pending:
+            log.error("%d structured result(s) were not spliced into their reply", len(pending))
 
     async def _unsupported_version(self, version: str, receive: Receive, send: Send) -> bytes | None:
         """-32022 (HTTP 400) naming every version served, the request's id echoed when the body
@@ -263,13 +269,16 @@ def _replay(body: bytes, then: Receive) -> Receive:
     return receive
 
 
-class _SingleSseFrame:
-    """The SDK answers a quick 2026-07-28 request as application/json even in SSE mode; the spec
-    wants one SSE frame per reply unless `server.json_response`, so a 200 JSON reply is reframed.
-    Error statuses (400 header mismatch, 404, ...) stay JSON, as the transport spec requires."""
+class _Reply:
+    """What the SDK sends for one MCP POST, on its way out. A 200 JSON reply is held until its
+    body is whole, to fill its splices (mcp_gateway.splice) and fix its length; in SSE mode it
+    is also reframed as one SSE frame: the SDK answers a quick 2026-07-28 request as
+    application/json even then, and the spec wants one SSE frame per reply unless
+    `server.json_response`. Error statuses (400 header mismatch, 404, ...) stay JSON, as the
+    transport spec requires. A streamed SSE reply (a slow call) has its frames filled as they go."""
 
-    def __init__(self, send: Send) -> None:
-        self.send = send
+    def __init__(self, send: Send, *, sse: bool, pending: dict[bytes, bytes] | None = None) -> None:
+        self.send, self.sse, self.pending = send, sse, pending
         self.start: Message | None = None
         self.body = bytearray()
 
@@ -283,21 +292,25 @@ class _SingleSseFrame:
             self.body.extend(message.get("body", b""))
             if message.get("more_body", False):
                 return
-            frame = b"event: message\r\ndata: " + bytes(self.body) + b"\r\n\r\n"
+            body = splice.fill(bytes(self.body), self.pending) if self.pending else bytes(self.body)
+            kind = b"application/json"
+            if self.sse:
+                body, kind = b"event: message\r\ndata: " + body + b"\r\n\r\n", b"text/event-stream"
             headers = [
                 (k, v)
                 for k, v in self.start.get("headers", [])
                 if k.lower() not in (b"content-type", b"content-length")
             ]
-            headers += [
-                (b"content-type", b"text/event-stream"),
-                (b"cache-control", b"no-cache, no-transform"),
-                (b"content-length", str(len(frame)).encode()),
-            ]
+            headers.append((b"content-type", kind))
+            if self.sse:
+                headers.append((b"cache-control", b"no-cache, no-transform"))
+            headers.append((b"content-length", str(len(body)).encode()))
             await self.send({**self.start, "headers": headers})
-            await self.send({"type": "http.response.body", "body": frame})
+            await self.send({"type": "http.response.body", "body": body})
             self.start = None
             return
+        elif message["type"] == "http.response.body" and self.pending:
+            message = {**message, "body": splice.fill(message.get("body", b""), self.pending)}
         await self.send(message)
 
 

@@ -26,6 +26,7 @@ from eco_core import __version__
 from eco_core.config import EcoConfig
 from mcp_gateway import prompts as prompt_specs
 from mcp_gateway import resources as resource_specs
+from mcp_gateway import splice
 from mcp_gateway.calls import execute
 from mcp_gateway.context import CallContext
 from mcp_gateway.registry import Registry, default_registry
@@ -61,7 +62,10 @@ def _wire(result: types.CallToolResult | types.InputRequiredResult) -> types.Cal
         "resultType": result.result_type,
     }
     if result.structured_content is not None:
-        wire["structuredContent"] = result.structured_content
+        # calls.execute makes the text content the compact JSON of the structured content, so on
+        # HTTP the reply takes that text in its place (mcp_gateway.splice) instead of a walk.
+        placeholder = splice.defer(result.content[0].text) if len(result.content) == 1 else None  # type: ignore[union-attr]
+        wire["structuredContent"] = placeholder if placeholder is not None else result.structured_content
     if result.meta is not None:
         wire["_meta"] = result.meta
     return wire

@@ -1,0 +1,95 @@
+"""Structured content reaches HTTP callers spliced in as the text content's JSON
+(mcp_gateway.splice): the reply must be exactly the result, in every framing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from mcp_gateway import splice
+from mcp_gateway.http_app import _Reply
+from tests.gateway.conftest import make_cfg
+from tests.gateway.wire import modern_request, reply
+
+
+def _call(url: str, name: str, arguments: dict[str, Any], **kw: Any) -> tuple[httpx.Response, dict[str, Any]]:
+    body, headers = modern_request("tools/call", {"name": name, "arguments": arguments}, **kw)
+    resp = httpx.post(url, json=body, headers=headers, timeout=30)
+    return resp, reply(resp)
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+def test_http_tool_results_carry_their_structured_content_whole_in_both_framings(http_server, json_response):
+    with http_server(make_cfg(server__json_response=json_response)) as srv:
+        ok_resp, ok = _call(srv.url, "eco_ping", {}, rid=7)
+        bad_resp, bad = _call(srv.url, "eco_get_product", {"prodüct": "DP1.00041.001"}, rid=8)
+    for resp, message in ((ok_resp, ok), (bad_resp, bad)):
+        assert resp.status_code == 200
+        expected = "application/json" if json_response else "text/event-stream"
+        assert resp.headers["content-type"].startswith(expected)
+        assert int(resp.headers["content-length"]) == len(resp.content)
+        assert splice.KEY not in resp.text
+        result = message["result"]
+        assert result["structuredContent"] == json.loads(result["content"][0]["text"])
+        assert result["resultType"] == "complete" and "io.modelcontextprotocol/serverInfo" in result["_meta"]
+    assert ok["id"] == 7 and ok["result"]["isError"] is False and ok["result"]["structuredContent"]["source"]["origin"] == "local"
+    assert bad["id"] == 8 and bad["result"]["structuredContent"]["error"]["code"] == "invalid_argument"
+    assert "prodüct" in bad["result"]["structuredContent"]["error"]["message"]
+
+
+def test_without_an_open_reply_scope_nothing_is_deferred():
+    assert splice.defer('{"a":1}') is None
+
+
+def test_a_placeholder_is_filled_whatever_separators_the_reply_was_dumped_with():
+    with splice.scope() as pending:
+        placeholder = splice.defer('{"x":[1,"é"]}')
+        assert placeholder is not None
+        for dumps in (json.dumps, lambda o: json.dumps(o, separators=(",", ":"))):
+            pending_copy = dict(pending)
+            body = dumps({"result": {"structuredContent": placeholder, "isError": False}}).encode()
+            filled = splice.fill(body, pending_copy)
+            assert json.loads(filled) == {"result": {"structuredContent": {"x": [1, "é"]}, "isError": False}}
+            assert pending_copy == {}
+
+
+def test_a_look_alike_inside_a_string_is_not_filled_and_stays_pending():
+    with splice.scope() as pending:
+        placeholder = splice.defer('{"x":1}')
+        assert placeholder is not None
+        forged = json.dumps({"text": json.dumps(placeholder)}).encode()
+        assert splice.fill(forged, pending) == forged
+        assert len(pending) == 1
+
+
+async def test_a_streamed_sse_frame_is_filled_as_it_goes_and_a_quick_reply_is_reframed():
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    with splice.scope() as pending:
+        slow = splice.defer('{"rows":[1,2]}')
+        quick = splice.defer('{"rows":[3]}')
+    frame = b"event: message\r\ndata: " + json.dumps({"result": {"structuredContent": slow}}).encode() + b"\r\n\r\n"
+    streamed = _Reply(send, sse=True, pending=pending)
+    await streamed({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    await streamed({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})
+    await streamed({"type": "http.response.body", "body": frame, "more_body": False})
+    assert sent[2]["body"] == b'event: message\r\ndata: {"result": {"structuredContent": {"rows":[1,2]}}}\r\n\r\n'
+
+    sent.clear()
+    body = json.dumps({"result": {"structuredContent": quick}}).encode()
+    framed = _Reply(send, sse=True, pending=pending)
+    await framed({"type": "http.response.start", "status": 200,
+                  "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await framed({"type": "http.response.body", "body": body[:10], "more_body": True})
+    await framed({"type": "http.response.body", "body": body[10:]})
+    headers = dict(sent[0]["headers"])
+    assert headers[b"content-type"] == b"text/event-stream"
+    assert sent[1]["body"] == b'event: message\r\ndata: {"result": {"structuredContent": {"rows":[3]}}}\r\n\r\n'
+    assert int(headers[b"content-length"]) == len(sent[1]["body"])
+    assert pending == {}
