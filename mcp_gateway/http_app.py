@@ -277,7 +277,7 @@ class _Reply:
     `server.json_response`. Error statuses (400 header mismatch, 404, ...) stay JSON, as the
     transport spec requires. A streamed SSE reply (a slow call) has its frames filled as they go."""
 
-    def __init__(self, send: Send, *, sse: bool, pending: dict[bytes, bytes] | None = None) -> None:
+    def __init__(self, send: Send, *, sse: bool, pending: dict[bytes, tuple[bool, bytes]] | None = None) -> None:
         self.send, self.sse, self.pending = send, sse, pending
         self.start: Message | None = None
         self.body = bytearray()

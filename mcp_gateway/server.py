@@ -56,16 +56,20 @@ def _wire(result: types.CallToolResult | types.InputRequiredResult) -> types.Cal
     if not isinstance(result, types.CallToolResult) or not all(
             type(c) is types.TextContent and c.annotations is None and c.meta is None for c in result.content):
         return result
+    texts = [c.text for c in result.content]  # type: ignore[union-attr]
+    structured = result.structured_content
+    # calls.execute makes the text content the compact JSON of the structured content, so on HTTP
+    # the reply takes both from that text (mcp_gateway.splice) instead of the SDK's walks.
+    placeholders = splice.defer(texts[0]) if structured is not None and len(texts) == 1 else None
+    if placeholders is not None:
+        texts, structured = [placeholders[0]], placeholders[1]
     wire: dict[str, Any] = {
-        "content": [{"type": "text", "text": c.text} for c in result.content],  # type: ignore[union-attr]
+        "content": [{"type": "text", "text": t} for t in texts],
         "isError": result.is_error,
         "resultType": result.result_type,
     }
-    if result.structured_content is not None:
-        # calls.execute makes the text content the compact JSON of the structured content, so on
-        # HTTP the reply takes that text in its place (mcp_gateway.splice) instead of a walk.
-        placeholder = splice.defer(result.content[0].text) if len(result.content) == 1 else None  # type: ignore[union-attr]
-        wire["structuredContent"] = placeholder if placeholder is not None else result.structured_content
+    if structured is not None:
+        wire["structuredContent"] = structured
     if result.meta is not None:
         wire["_meta"] = result.meta
     return wire

@@ -1,23 +1,24 @@
-"""A tool result's structured content written into the HTTP reply as the JSON text we already
-made for its text content, instead of being walked by the SDK.
+"""A tool result's text and structured content written into the HTTP reply as bytes we already
+made, instead of being walked and escaped by the SDK.
 
 Every tool result carries the same JSON twice: as text content (a string) and as structured
 content (an object). We make that JSON once (calls._fitted). The SDK, given the object, walks it
 four more times per reply: it validates and dumps the result for the protocol version, wraps and
-dumps the JSON-RPC response, and json.dumps the whole reply. On a 20 KB availability answer that
-is most of the call (bench/bench_instructions.py). So on the HTTP transport the SDK is handed a
-small placeholder object in its place, and the reply's bytes get our JSON text where the
-placeholder's JSON is. Everything else about the reply (envelope, id, _meta stamp, status,
-framing) is still the SDK's, and every inbound check still runs in the SDK.
+dumps the JSON-RPC response, and json.dumps the whole reply, escaping the text again. On a 20 KB
+availability answer that was most of the call (bench/bench_instructions.py). So on the HTTP
+transport the SDK is handed two small placeholders, a string for the text and an object for the
+structured content, and the reply's bytes get the text as a JSON string literal and the JSON
+text itself where the placeholders are. Everything else about the reply (envelope, id, _meta
+stamp, status, framing) is still the SDK's, and every inbound check still runs in the SDK.
 
     scope()        opened per MCP POST by http_app; without one, defer() declines and the SDK
-                   gets the object (stdio, tests calling the server directly)
-    defer(text)    the placeholder for JSON text, registered in the open scope
-    fill(body)     a reply body with every registered placeholder replaced
+                   gets the result itself (stdio, tests calling the server directly)
+    defer(text)    the two placeholders for a result whose text is `text`, registered in the scope
+    fill(body)     a reply body with every registered placeholder found in it replaced
 
-The placeholder is {"io.eco-mcp/splice": "<random hex>"}: a fresh nonce per call, so no
-content can forge one. Inside JSON text a quote is always escaped within strings, so the
-nonce in quotes can only be the placeholder's own value, wherever the SDK puts it and whatever
+A placeholder holds a fresh random nonce: the string placeholder is the nonce, the object one
+{"io.eco-mcp/splice": nonce}. Inside JSON text a quote within a string is always escaped, so
+the nonce in quotes can only be a placeholder's own value, wherever the SDK puts it and whatever
 separators it uses. A placeholder not found in a body stays registered; http_app logs that as
 a bug when the reply ends, and it can only mean a reply shape this module does not know.
 """
@@ -32,14 +33,15 @@ from contextvars import ContextVar
 
 KEY = "io.eco-mcp/splice"
 
-_open: ContextVar[dict[bytes, bytes] | None] = ContextVar("eco_splices", default=None)
+_open: ContextVar[dict[bytes, tuple[bool, bytes]] | None] = ContextVar("eco_splices", default=None)
 
 
 @contextmanager
-def scope() -> Iterator[dict[bytes, bytes]]:
-    """The splices of one reply: nonce (quoted, as it appears in JSON) -> JSON bytes. The dict
-    is shared with tasks the SDK starts for the request (they copy the context, not the dict)."""
-    pending: dict[bytes, bytes] = {}
+def scope() -> Iterator[dict[bytes, tuple[bool, bytes]]]:
+    """The splices of one reply: nonce (quoted, as it appears in JSON) -> (whether it stands for
+    an object, the JSON bytes in its place). The dict is shared with tasks the SDK starts for
+    the request (they copy the context, not the dict)."""
+    pending: dict[bytes, tuple[bool, bytes]] = {}
     token = _open.set(pending)
     try:
         yield pending
@@ -47,22 +49,56 @@ def scope() -> Iterator[dict[bytes, bytes]]:
         _open.reset(token)
 
 
-def defer(text: str) -> dict[str, str] | None:
-    """A placeholder for the JSON object `text`, or None when no reply scope is open."""
+def defer(text: str) -> tuple[str, dict[str, str]] | None:
+    """Placeholders for a tool result's text content `text` and for its structured content (the
+    object `text` is the JSON of), or None when no reply scope is open."""
     pending = _open.get()
     if pending is None:
         return None
-    nonce = os.urandom(12).hex()
-    pending[b'"' + nonce.encode() + b'"'] = text.encode()
-    return {KEY: nonce}
+    as_string, as_object = os.urandom(12).hex(), os.urandom(12).hex()
+    quoted_text, raw = _encoded(text)
+    pending[b'"' + as_string.encode() + b'"'] = (False, quoted_text)
+    pending[b'"' + as_object.encode() + b'"'] = (True, raw)
+    return as_string, {KEY: as_object}
 
 
-def fill(body: bytes, pending: dict[bytes, bytes]) -> bytes:
-    """`body` with each placeholder found in it replaced by its JSON (and dropped from `pending`)."""
+# The last texts encoded, by identity (each held, so its id is not reused): a kept answer's text
+# is the same object call after call, and encoding and quoting it was most of what is left.
+_ENCODED_HELD = 64
+_encoded_texts: dict[int, tuple[str, bytes, bytes]] = {}
+
+
+def _encoded(text: str) -> tuple[bytes, bytes]:
+    """`text` as a JSON string literal and as UTF-8 bytes."""
+    kept = _encoded_texts.get(id(text))
+    if kept is not None and kept[0] is text:
+        return kept[1], kept[2]
+    quoted, raw = json.dumps(text, ensure_ascii=False).encode(), text.encode()
+    if len(_encoded_texts) >= _ENCODED_HELD:
+        _encoded_texts.pop(next(iter(_encoded_texts)))
+    _encoded_texts[id(text)] = (text, quoted, raw)
+    return quoted, raw
+
+
+def fill(body: bytes, pending: dict[bytes, tuple[bool, bytes]]) -> bytes:
+    """`body` with each placeholder found in it replaced (and dropped from `pending`)."""
+    spans: list[tuple[int, int, bytes]] = []
     for quoted in [q for q in pending if q in body]:
         at = body.index(quoted)
-        start, end = body.rfind(b"{", 0, at), body.find(b"}", at)
-        if start < 0 or end < 0 or json.loads(body[start:end + 1]) != {KEY: quoted[1:-1].decode()}:
-            continue  # not our placeholder's own object: left, and reported as unfilled
-        body = body[:start] + pending.pop(quoted) + body[end + 1:]
-    return body
+        is_object, data = pending[quoted]
+        if not is_object:
+            spans.append((at, at + len(quoted), data))
+        else:
+            start, end = body.rfind(b"{", 0, at), body.find(b"}", at)
+            if start < 0 or end < 0 or json.loads(body[start:end + 1]) != {KEY: quoted[1:-1].decode()}:
+                continue  # not our placeholder's own object: left, and reported as unfilled
+            spans.append((start, end + 1, data))
+        del pending[quoted]
+    if not spans:
+        return body
+    parts, last = [], 0
+    for start, end, data in sorted(spans):
+        parts += [body[last:start], data]
+        last = end
+    parts.append(body[last:])
+    return b"".join(parts)

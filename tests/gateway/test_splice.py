@@ -34,6 +34,7 @@ def test_http_tool_results_carry_their_structured_content_whole_in_both_framings
         assert splice.KEY not in resp.text
         result = message["result"]
         assert result["structuredContent"] == json.loads(result["content"][0]["text"])
+        assert len(result["content"]) == 1 and result["content"][0]["type"] == "text"
         assert result["resultType"] == "complete" and "io.modelcontextprotocol/serverInfo" in result["_meta"]
     assert ok["id"] == 7 and ok["result"]["isError"] is False and ok["result"]["structuredContent"]["source"]["origin"] == "local"
     assert bad["id"] == 8 and bad["result"]["structuredContent"]["error"]["code"] == "invalid_argument"
@@ -44,25 +45,30 @@ def test_without_an_open_reply_scope_nothing_is_deferred():
     assert splice.defer('{"a":1}') is None
 
 
-def test_a_placeholder_is_filled_whatever_separators_the_reply_was_dumped_with():
-    with splice.scope() as pending:
-        placeholder = splice.defer('{"x":[1,"é"]}')
-        assert placeholder is not None
-        for dumps in (json.dumps, lambda o: json.dumps(o, separators=(",", ":"))):
-            pending_copy = dict(pending)
-            body = dumps({"result": {"structuredContent": placeholder, "isError": False}}).encode()
-            filled = splice.fill(body, pending_copy)
-            assert json.loads(filled) == {"result": {"structuredContent": {"x": [1, "é"]}, "isError": False}}
-            assert pending_copy == {}
+def _reply_body(text_placeholder: str, object_placeholder: dict[str, str], dumps: Any = json.dumps) -> bytes:
+    return dumps({"result": {"content": [{"type": "text", "text": text_placeholder}],
+                             "structuredContent": object_placeholder, "isError": False}}).encode()
+
+
+def test_both_placeholders_are_filled_whatever_separators_the_reply_was_dumped_with():
+    text = '{"x":[1,"é","a\\"b"]}'
+    for dumps in (json.dumps, lambda o: json.dumps(o, separators=(",", ":"))):
+        with splice.scope() as pending:
+            placeholders = splice.defer(text)
+            assert placeholders is not None
+            filled = splice.fill(_reply_body(*placeholders, dumps=dumps), pending)
+        assert json.loads(filled) == {"result": {"content": [{"type": "text", "text": text}],
+                                                 "structuredContent": json.loads(text), "isError": False}}
+        assert pending == {}
 
 
 def test_a_look_alike_inside_a_string_is_not_filled_and_stays_pending():
     with splice.scope() as pending:
-        placeholder = splice.defer('{"x":1}')
-        assert placeholder is not None
-        forged = json.dumps({"text": json.dumps(placeholder)}).encode()
+        placeholders = splice.defer('{"x":1}')
+        assert placeholders is not None
+        forged = json.dumps({"text": json.dumps(placeholders[1]), "other": "x" + placeholders[0]}).encode()
         assert splice.fill(forged, pending) == forged
-        assert len(pending) == 1
+        assert len(pending) == 2
 
 
 async def test_a_streamed_sse_frame_is_filled_as_it_goes_and_a_quick_reply_is_reframed():
@@ -74,15 +80,16 @@ async def test_a_streamed_sse_frame_is_filled_as_it_goes_and_a_quick_reply_is_re
     with splice.scope() as pending:
         slow = splice.defer('{"rows":[1,2]}')
         quick = splice.defer('{"rows":[3]}')
-    frame = b"event: message\r\ndata: " + json.dumps({"result": {"structuredContent": slow}}).encode() + b"\r\n\r\n"
+    assert slow is not None and quick is not None
+    frame = b"event: message\r\ndata: " + _reply_body(*slow) + b"\r\n\r\n"
     streamed = _Reply(send, sse=True, pending=pending)
     await streamed({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
     await streamed({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})
     await streamed({"type": "http.response.body", "body": frame, "more_body": False})
-    assert sent[2]["body"] == b'event: message\r\ndata: {"result": {"structuredContent": {"rows":[1,2]}}}\r\n\r\n'
+    assert json.loads(sent[2]["body"].split(b"data: ")[1])["result"]["structuredContent"] == {"rows": [1, 2]}
 
     sent.clear()
-    body = json.dumps({"result": {"structuredContent": quick}}).encode()
+    body = _reply_body(*quick)
     framed = _Reply(send, sse=True, pending=pending)
     await framed({"type": "http.response.start", "status": 200,
                   "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
@@ -90,6 +97,8 @@ async def test_a_streamed_sse_frame_is_filled_as_it_goes_and_a_quick_reply_is_re
     await framed({"type": "http.response.body", "body": body[10:]})
     headers = dict(sent[0]["headers"])
     assert headers[b"content-type"] == b"text/event-stream"
-    assert sent[1]["body"] == b'event: message\r\ndata: {"result": {"structuredContent": {"rows":[3]}}}\r\n\r\n'
+    assert sent[1]["body"].startswith(b"event: message\r\ndata: ")
+    result = json.loads(sent[1]["body"].split(b"data: ")[1])["result"]
+    assert result["structuredContent"] == {"rows": [3]} and result["content"][0]["text"] == '{"rows":[3]}'
     assert int(headers[b"content-length"]) == len(sent[1]["body"])
     assert pending == {}
