@@ -121,7 +121,8 @@ KEPT_INPUTS = 1024
 _kept_inputs: dict[tuple[type[ToolInput], str], ToolInput] = {}
 
 
-def _keepable(args: ToolInput) -> bool:
+def keepable(args: ToolInput) -> bool:
+    """Whether this input is kept: then the same arguments always arrive as this same object."""
     return all(not isinstance(v, (list, dict, set)) or not v for v in args.__dict__.values())
 
 
@@ -140,7 +141,7 @@ def _validated(spec: ToolSpec, text: str, names: Mapping[str, str]) -> ToolInput
             f"argument '{first_field}': {first_msg}",
             details={"field": first_field, "errors": [{"field": f, "message": m} for f, m in problems]},
         ) from None
-    if _keepable(args):
+    if keepable(args):
         if len(_kept_inputs) >= KEPT_INPUTS:
             _kept_inputs.pop(next(iter(_kept_inputs)), None)
         _kept_inputs[key] = args

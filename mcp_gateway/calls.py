@@ -72,23 +72,28 @@ def internal_error(spec_name: str) -> EcoError:
     )
 
 
-# The last result a handler returned as the very same object (eco_ping reuses its report while
-# nothing it reports has moved), with its payload and text: such a result is dumped and encoded
-# once. Only a call that adds nothing of its own to the envelope reuses it; the payload is never
-# changed after it is made (masking copies, the SDK copies what it sends).
-_last_result: tuple[Any, ...] = ()
+# Results a handler returned as the very same object before (eco_ping reuses its report while
+# nothing it reports has moved; kept answers such as eco_get_availability's are returned again
+# for the same input on the same index), with their payload and text: such a result is dumped and
+# encoded once. Only a call that adds nothing of its own to the envelope reuses one; a payload is
+# never changed after it is made (masking copies, the SDK copies what it sends). By identity,
+# each entry holding its result so the id is not reused while it lives; bounded, oldest first.
+_KEPT_RESULTS = 64
+_kept_results: dict[int, tuple[Any, ...]] = {}
 
 
 def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> tuple[dict[str, Any], str | None]:
     """The payload as sent (envelope completed, fitted to the byte budget) and its compact JSON
     when the budget check already made it (None: not made yet)."""
-    global _last_result
     plain = not (call.notes or call.token_header_ignored or acct.stale_served or acct.endpoints)
-    if plain and _last_result and _last_result[0] is out and _last_result[1] is spec and _last_result[2] is call.cfg:
-        return _last_result[3], _last_result[4]
+    kept = _kept_results.get(id(out)) if plain else None
+    if kept is not None and kept[0] is out and kept[1] is spec and kept[2] is call.cfg:
+        return kept[3], kept[4]
     payload, text = _fitted(spec, args, out, call, acct)
     if plain and text is not None:
-        _last_result = (out, spec, call.cfg, payload, text)
+        if len(_kept_results) >= _KEPT_RESULTS:
+            _kept_results.pop(next(iter(_kept_results)))
+        _kept_results[id(out)] = (out, spec, call.cfg, payload, text)
     return payload, text
 
 

@@ -7,8 +7,11 @@ from pydantic import Field
 
 from catalog.availability import AvailabilityRecord, Format, Provisional, get_availability
 from catalog.checks import DOMAIN_PATTERN
+from catalog.index import CatalogIndex
 from catalog.months import MONTH_PATTERN
+from eco_core.config import EcoConfig
 from mcp_gateway import ports
+from mcp_gateway.arguments import keepable
 from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope, NextStep, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
@@ -61,8 +64,31 @@ def _steps(args: AvailabilityInput, a: AvailabilityRecord) -> list[NextStep]:
     return steps
 
 
+# Whole answers read off the index alone (no pinned release), for the same input on the same
+# index: such an answer depends on nothing else, and returning the same object again lets the
+# gateway reuse its dump and its text (calls._finish) instead of rebuilding and re-encoding a
+# 20 KB answer every call. Inputs are kept per JSON text (mcp_gateway.arguments), so a repeated
+# input is the same object; an input that is not kept (one holding a list) keeps no answer. Keyed
+# by identity, each entry holding what its key names; bounded; only the latest index's are held.
+_KEPT_ANSWERS = 256
+_answers: dict[tuple[int, int, int], tuple[CatalogIndex, AvailabilityInput, EcoConfig, AvailabilityOutput]] = {}
+
+
 async def get_availability_tool(args: AvailabilityInput, call: CallContext) -> AvailabilityOutput:
     idx = await catalog_index(call.cfg)
+    key = (id(idx), id(args), id(call.cfg))
+    kept = _answers.get(key)
+    if kept is not None and kept[0] is idx and kept[1] is args and kept[2] is call.cfg:
+        return kept[3]
+    out, from_index = await _answer(idx, args, call)
+    if from_index and keepable(args):
+        if len(_answers) >= _KEPT_ANSWERS or any(entry[0] is not idx for entry in _answers.values()):
+            _answers.clear()
+        _answers[key] = (idx, args, call.cfg, out)
+    return out
+
+
+async def _answer(idx: CatalogIndex, args: AvailabilityInput, call: CallContext) -> tuple[AvailabilityOutput, bool]:
     a = await get_availability(
         idx=idx, client=ports.upstream_client(), product=args.product, site=args.site, site_codes=args.site_codes,
         domain_code=args.domain_code, product_codes=args.product_codes, release=args.release,
@@ -70,8 +96,9 @@ async def get_availability_tool(args: AvailabilityInput, call: CallContext) -> A
         limit=args.limit, offset=args.offset,
     )
     source = Source(origin="upstream" if a.from_upstream else "catalog", api_base_url=call.cfg.eco.base_url)
-    return AvailabilityOutput(**dict(a.record), resolved=a.resolved, notes=a.notes,
-                              next_steps=_steps(args, a.record), source=source)
+    out = AvailabilityOutput(**dict(a.record), resolved=a.resolved, notes=a.notes,
+                             next_steps=_steps(args, a.record), source=source)
+    return out, not a.from_upstream
 
 
 TOOLS = [
