@@ -102,3 +102,33 @@ async def test_a_streamed_sse_frame_is_filled_as_it_goes_and_a_quick_reply_is_re
     assert result["structuredContent"] == {"rows": [3]} and result["content"][0]["text"] == '{"rows":[3]}'
     assert int(headers[b"content-length"]) == len(sent[1]["body"])
     assert pending == {}
+
+
+@pytest.mark.parametrize("replies", [True, False])
+async def test_a_reply_sent_without_its_result_is_logged_as_a_bug_and_a_caller_gone_is_not(replies, caplog):
+    from mcp_gateway.http_app import build_app
+
+    app = build_app(django_app=None, cfg=make_cfg(server__transport="http"))
+
+    async def handler_whose_reply_lost_its_placeholder(scope: Any, receive: Any, send: Any) -> None:
+        splice.defer('{"a":1}')
+        if replies:
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": b'{"jsonrpc":"2.0","id":1,"result":{}}'})
+
+    app.manager.handle_request = handler_whose_reply_lost_its_placeholder  # type: ignore[method-assign]
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    _, headers = modern_request("tools/call", {"name": "eco_ping", "arguments": {}})
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": [
+        (k.lower().encode(), v.encode()) for k, v in {**headers, "Host": "127.0.0.1"}.items()]}
+    await app(scope, receive, send)
+    logged = [r for r in caplog.records if "not spliced" in r.getMessage()]
+    assert len(logged) == (1 if replies else 0)
+    assert bool(sent) == replies
