@@ -18,6 +18,7 @@ import mcp_types as types
 
 from eco_core import redact
 from eco_core.errors import EcoError
+from eco_core.kept import KeptByIdentity
 from eco_core.paging import cap_page_sizes
 from mcp_gateway import budget, request_state
 from mcp_gateway.arguments import parse_arguments
@@ -76,24 +77,21 @@ def internal_error(spec_name: str) -> EcoError:
 # nothing it reports has moved; kept answers such as eco_get_availability's are returned again
 # for the same input on the same index), with their payload and text: such a result is dumped and
 # encoded once. Only a call that adds nothing of its own to the envelope reuses one; a payload is
-# never changed after it is made (masking copies, the SDK copies what it sends). By identity,
-# each entry holding its result so the id is not reused while it lives; bounded, oldest first.
-_KEPT_RESULTS = 64
-_kept_results: dict[int, tuple[Any, ...]] = {}
+# never changed after it is made (masking copies, the SDK copies what it sends). Bounded by the
+# texts' size too: a payload holds several times its text in Python objects.
+_kept_results: KeptByIdentity[tuple[dict[str, Any], str]] = KeptByIdentity(max_entries=64, max_weight=2 << 20)
 
 
 def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> tuple[dict[str, Any], str | None]:
     """The payload as sent (envelope completed, fitted to the byte budget) and its compact JSON
     when the budget check already made it (None: not made yet)."""
     plain = not (call.notes or call.token_header_ignored or acct.stale_served or acct.endpoints)
-    kept = _kept_results.get(id(out)) if plain else None
-    if kept is not None and kept[0] is out and kept[1] is spec and kept[2] is call.cfg:
-        return kept[3], kept[4]
+    kept = _kept_results.get(out, spec, call.cfg) if plain else None
+    if kept is not None:
+        return kept
     payload, text = _fitted(spec, args, out, call, acct)
     if plain and text is not None:
-        if len(_kept_results) >= _KEPT_RESULTS:
-            _kept_results.pop(next(iter(_kept_results)))
-        _kept_results[id(out)] = (out, spec, call.cfg, payload, text)
+        _kept_results.put(out, spec, call.cfg, value=(payload, text), weight=len(text))
     return payload, text
 
 
@@ -210,20 +208,16 @@ async def _execute(
 
 
 # Page sizes capped per kept input (mcp_gateway.arguments keeps valid inputs, so the same
-# arguments arrive as the same instance): by identity, the input held alongside so its id is not
-# reused while the entry lives. An input that cap_page_sizes refuses raises and is not kept.
-_KEPT_CAPS = 1024
-_caps: dict[int, tuple[Any, int, int | None, Any]] = {}
+# arguments arrive as the same instance). An input that cap_page_sizes refuses raises and is not kept.
+_caps: KeptByIdentity[Any] = KeptByIdentity(max_entries=1024)
 
 
 def _capped(args: Any, max_limit: int, default_limit: int | None) -> Any:
-    kept = _caps.get(id(args))
-    if kept is not None and kept[0] is args and kept[1] == max_limit and kept[2] == default_limit:
-        return kept[3]
+    kept = _caps.get(args)
+    if kept is not None and kept[0] == max_limit and kept[1] == default_limit:
+        return kept[2]
     capped = cap_page_sizes(args, max_limit, default_limit=default_limit)
-    if len(_caps) >= _KEPT_CAPS:
-        _caps.pop(next(iter(_caps)), None)
-    _caps[id(args)] = (args, max_limit, default_limit, capped)
+    _caps.put(args, value=(max_limit, default_limit, capped))
     return capped
 
 

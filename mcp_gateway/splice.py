@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from eco_core.kept import KeptByIdentity
+
 KEY = "io.eco-mcp/splice"
 
 _open: ContextVar[dict[bytes, tuple[bool, bytes]] | None] = ContextVar("eco_splices", default=None)
@@ -62,21 +64,18 @@ def defer(text: str) -> tuple[str, dict[str, str]] | None:
     return as_string, {KEY: as_object}
 
 
-# The last texts encoded, by identity (each held, so its id is not reused): a kept answer's text
-# is the same object call after call, and encoding and quoting it was most of what is left.
-_ENCODED_HELD = 64
-_encoded_texts: dict[int, tuple[str, bytes, bytes]] = {}
+# Texts encoded lately, by identity: a kept answer's text is the same object call after call, and
+# encoding and quoting it was most of what was left of such a call. Bounded by size too.
+_encoded_texts: KeptByIdentity[tuple[bytes, bytes]] = KeptByIdentity(max_entries=64, max_weight=4 << 20)
 
 
 def _encoded(text: str) -> tuple[bytes, bytes]:
     """`text` as a JSON string literal and as UTF-8 bytes."""
-    kept = _encoded_texts.get(id(text))
-    if kept is not None and kept[0] is text:
-        return kept[1], kept[2]
+    kept = _encoded_texts.get(text)
+    if kept is not None:
+        return kept
     quoted, raw = json.dumps(text, ensure_ascii=False).encode(), text.encode()
-    if len(_encoded_texts) >= _ENCODED_HELD:
-        _encoded_texts.pop(next(iter(_encoded_texts)))
-    _encoded_texts[id(text)] = (text, quoted, raw)
+    _encoded_texts.put(text, value=(quoted, raw), weight=len(quoted) + len(raw))
     return quoted, raw
 
 

@@ -9,7 +9,7 @@ from catalog.availability import AvailabilityRecord, Format, Provisional, get_av
 from catalog.checks import DOMAIN_PATTERN
 from catalog.index import CatalogIndex
 from catalog.months import MONTH_PATTERN
-from eco_core.config import EcoConfig
+from eco_core.kept import KeptByIdentity
 from mcp_gateway import ports
 from mcp_gateway.arguments import keepable
 from mcp_gateway.context import CallContext
@@ -68,23 +68,22 @@ def _steps(args: AvailabilityInput, a: AvailabilityRecord) -> list[NextStep]:
 # index: such an answer depends on nothing else, and returning the same object again lets the
 # gateway reuse its dump and its text (calls._finish) instead of rebuilding and re-encoding a
 # 20 KB answer every call. Inputs are kept per JSON text (mcp_gateway.arguments), so a repeated
-# input is the same object; an input that is not kept (one holding a list) keeps no answer. Keyed
-# by identity, each entry holding what its key names; bounded; only the latest index's are held.
-_KEPT_ANSWERS = 256
-_answers: dict[tuple[int, int, int], tuple[CatalogIndex, AvailabilityInput, EcoConfig, AvailabilityOutput]] = {}
+# input is the same object; an input that is not kept (one holding a list) keeps no answer. Only
+# the latest index's answers are held, at most 20,000 rows in all (a default answer's rows are
+# the index's kept rows, catalog.availability._rows, so mostly shared).
+_answers: KeptByIdentity[AvailabilityOutput] = KeptByIdentity(max_entries=256, max_weight=20_000)
 
 
 async def get_availability_tool(args: AvailabilityInput, call: CallContext) -> AvailabilityOutput:
     idx = await catalog_index(call.cfg)
-    key = (id(idx), id(args), id(call.cfg))
-    kept = _answers.get(key)
-    if kept is not None and kept[0] is idx and kept[1] is args and kept[2] is call.cfg:
-        return kept[3]
+    kept = _answers.get(idx, args, call.cfg)
+    if kept is not None:
+        return kept
     out, from_index = await _answer(idx, args, call)
     if from_index and keepable(args):
-        if len(_answers) >= _KEPT_ANSWERS or any(entry[0] is not idx for entry in _answers.values()):
+        if any(held[0] is not idx for held in _answers.held()[:1]):
             _answers.clear()
-        _answers[key] = (idx, args, call.cfg, out)
+        _answers.put(idx, args, call.cfg, value=out, weight=len(out.rows))
     return out
 
 

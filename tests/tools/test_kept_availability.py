@@ -52,20 +52,20 @@ async def test_an_input_holding_a_list_keeps_no_answer(run_tool):
     first = (await run_tool("eco_get_availability", args)).ok
     assert [r["productCode"] for r in first["rows"]] == [SOIL, "DP1.10003.001"]
     assert (await run_tool("eco_get_availability", args)).ok == first
-    assert availability._answers == {}
+    assert len(availability._answers) == 0
 
 
 async def test_an_answer_read_from_a_pinned_release_is_not_kept(run_tool):
     availability._answers.clear()
     out = await run_tool("eco_get_availability", {"product": SOIL, "release": "RELEASE-2026"})
     assert out.ok["release"] == "RELEASE-2026"
-    assert availability._answers == {}
+    assert len(availability._answers) == 0
 
 
 async def test_a_new_index_starts_with_no_kept_answers(run_tool, monkeypatch):
     availability._answers.clear()
     await run_tool("eco_get_availability", {"product": SOIL})
-    [(idx, *_)] = availability._answers.values()
+    [(idx, *_)] = availability._answers.held()
     rebuilt = type(idx).__new__(type(idx))
     rebuilt.__dict__.update(idx.__dict__)
 
@@ -75,4 +75,4 @@ async def test_a_new_index_starts_with_no_kept_answers(run_tool, monkeypatch):
     monkeypatch.setattr(availability, "catalog_index", new_index)
     again = await run_tool("eco_get_availability", {"site": "HARV"})
     assert again.ok["siteCode"] == "HARV"
-    assert [entry[0] for entry in availability._answers.values()] == [rebuilt]
+    assert [entry[0] for entry in availability._answers.held()] == [rebuilt]

@@ -1,0 +1,50 @@
+"""Values kept for objects by identity, for the hot path's reuse of work already done on the same
+objects (a kept input's capped page sizes, a result's dump and text, a text's encodings, a kept
+answer). Keyed by the objects' ids, each entry holding the objects themselves, so an id cannot be
+reused by another object while its entry lives. Bounded by entries and by weight (what a value
+costs to hold, in the caller's unit: bytes of text, rows), oldest entry first; a value heavier
+than the whole budget is not kept at all.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
+
+
+class KeptByIdentity(Generic[V]):
+    def __init__(self, *, max_entries: int, max_weight: int | None = None) -> None:
+        self.max_entries, self.max_weight = max_entries, max_weight
+        self._entries: dict[tuple[int, ...], tuple[tuple[object, ...], V, int]] = {}
+        self.weight = 0
+
+    def get(self, *objs: object) -> V | None:
+        entry = self._entries.get(tuple(map(id, objs)))
+        if entry is None or any(a is not b for a, b in zip(entry[0], objs, strict=True)):
+            return None
+        return entry[1]
+
+    def put(self, *objs: object, value: V, weight: int = 0) -> None:
+        if self.max_weight is not None and weight > self.max_weight:
+            return
+        key = tuple(map(id, objs))
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.weight -= old[2]
+        while self._entries and (len(self._entries) >= self.max_entries or (
+                self.max_weight is not None and self.weight + weight > self.max_weight)):
+            self.weight -= self._entries.pop(next(iter(self._entries)))[2]
+        self._entries[key] = (objs, value, weight)
+        self.weight += weight
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.weight = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def held(self) -> list[tuple[object, ...]]:
+        """The objects of every entry, oldest first."""
+        return [entry[0] for entry in self._entries.values()]
