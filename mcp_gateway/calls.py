@@ -4,6 +4,9 @@
 
 Every failure becomes the spec's error result; anything that is not an `EcoError` is a bug and
 becomes `internal_error` with a correlation id that matches exactly one log line.
+
+A `CallToolResult` made here has one text content, the compact JSON of its structured content:
+the HTTP transport sends both from that text (mcp_gateway.splice) and relies on it.
 """
 
 from __future__ import annotations
