@@ -80,9 +80,11 @@ def internal_error(spec_name: str) -> EcoError:
 # nothing it reports has moved; kept answers such as eco_get_availability's are returned again
 # for the same input on the same index), with their payload and text: such a result is dumped and
 # encoded once. Only a call that adds nothing of its own to the envelope reuses one; a payload is
-# never changed after it is made (masking copies, the SDK copies what it sends). Bounded by the
-# texts' size too: a payload holds several times its text in Python objects.
-_kept_results: KeptByIdentity[tuple[dict[str, Any], str]] = KeptByIdentity(max_entries=64, max_weight=2 << 20)
+# never changed after it is made (masking copies, the SDK copies what it sends). A result is kept
+# once it comes back a second time (most handlers make a new one every call); bounded by the
+# texts' size too, as a payload holds several times its text in Python objects.
+_kept_results: KeptByIdentity[tuple[dict[str, Any], str]] = KeptByIdentity(
+    max_entries=64, max_weight=2 << 20, second_put=True)
 
 
 def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> tuple[dict[str, Any], str | None]:

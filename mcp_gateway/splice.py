@@ -66,7 +66,8 @@ def defer(text: str) -> tuple[str, dict[str, str]] | None:
 
 # Texts encoded lately, by identity: a kept answer's text is the same object call after call, and
 # encoding and quoting it was most of what was left of such a call. Bounded by size too.
-_encoded_texts: KeptByIdentity[tuple[bytes, bytes]] = KeptByIdentity(max_entries=64, max_weight=4 << 20)
+_encoded_texts: KeptByIdentity[tuple[bytes, bytes]] = KeptByIdentity(max_entries=64, max_weight=4 << 20,
+                                                                      second_put=True)
 
 
 def _encoded(text: str) -> tuple[bytes, bytes]:
