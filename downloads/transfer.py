@@ -38,7 +38,7 @@ from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from eco_core.wire import WireModel
 from upstream import context, mapping
-from upstream.http import Call
+from upstream.http import Call, body_chunks
 
 if TYPE_CHECKING:
     from upstream.client import UpstreamClient
@@ -145,7 +145,7 @@ def _identical(target: Path, item: Item) -> bool:
     return False
 
 
-def _write_all(fd: int, chunks: list[bytes]) -> None:
+def _write_all(fd: int, chunks: list[bytes | bytearray]) -> None:
     """Every byte of `chunks`, in order, with as few system calls as the kernel allows."""
     writev = getattr(os, "writev", None)
     if writev is None:
@@ -154,7 +154,7 @@ def _write_all(fd: int, chunks: list[bytes]) -> None:
             while view:
                 view = view[os.write(fd, view):]
         return
-    pending: list[bytes | memoryview] = list(chunks)
+    pending: list[bytes | bytearray | memoryview] = list(chunks)
     while pending:
         n = writev(fd, pending[:_IOV])
         while n:  # drop what was written; a partial write leaves the rest of one buffer
@@ -241,7 +241,7 @@ class _Sink:
     def __init__(self, part: Path, append: bool, h: hashlib._Hash, lane: _Lane) -> None:
         self.part, self.append, self.h, self.lane = part, append, h, lane
         self.fd: int | None = None
-        self.buf: list[bytes] = []
+        self.buf: list[bytes | bytearray] = []
         self.held = 0
         self.pending: asyncio.Future[None] | None = None
         self.done = False
@@ -263,7 +263,7 @@ class _Sink:
 
         return self.lane.run(job)
 
-    def _put(self, chunks: list[bytes]) -> None:
+    def _put(self, chunks: list[bytes | bytearray]) -> None:
         # os.open, not open(): a file object adds fstat, isatty and lseek calls, and each call
         # into the kernel hands the GIL back and forth with the loop.
         if self.fd is None:
@@ -274,21 +274,21 @@ class _Sink:
         if chunks:
             _write_all(self.fd, chunks)
 
-    def _put_and_close(self, chunks: list[bytes]) -> None:
+    def _put_and_close(self, chunks: list[bytes | bytearray]) -> None:
         try:
             self._put(chunks)
         finally:
             if self.fd is not None:
                 os.close(self.fd)
 
-    def add(self, chunk: bytes) -> bool:
+    def add(self, chunk: bytes | bytearray) -> bool:
         """Hold `chunk`; True when a batch is due (then `await spill()`)."""
         if chunk:
             self.buf.append(chunk)
             self.held += len(chunk)
         return self.held >= FLUSH_AT
 
-    def _take(self) -> list[bytes]:
+    def _take(self) -> list[bytes | bytearray]:
         chunks = self.buf
         self.buf, self.held = [], 0
         return chunks
@@ -462,7 +462,7 @@ class Transfer:
             sink = _Sink(part, resumed, h, self.lane)
             progress = self.progress
             try:
-                async for chunk in resp.aiter_raw():
+                async for chunk in body_chunks(resp):
                     size += len(chunk)
                     if size > limit:
                         raise EcoError("download_limit_exceeded", f"{item.rel}: larger than {limit} bytes",

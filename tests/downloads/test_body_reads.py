@@ -1,0 +1,102 @@
+"""upstream.http.body_chunks: a streamed body of known length read straight from the connection
+(no copies through h11) is the same bytes, leaves the connection reusable, and a body cut short
+is an httpx transport error as before; bodies of other framings stream through httpx."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+
+import httpx
+import pytest
+
+from upstream.http import _http11_of, body_chunks
+
+BODY = os.urandom(3 * (1 << 20) + 12345)  # several socket reads past the first
+
+
+async def _serve(reply) -> tuple[asyncio.AbstractServer, str, list[int]]:
+    """A bare HTTP/1.1 server: reply(writer) answers each request on a kept-alive connection;
+    the list counts connections opened."""
+    opened: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        opened.append(1)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                if not head:
+                    break
+                if not await reply(writer):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return server, f"http://127.0.0.1:{port}/f", opened
+
+
+async def _whole(writer: asyncio.StreamWriter) -> bool:
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(BODY))
+    for i in range(0, len(BODY), 200_000):  # in pieces, so the client reads many times
+        writer.write(BODY[i:i + 200_000])
+        await writer.drain()
+        await asyncio.sleep(0)
+    return True
+
+
+async def _read(client: httpx.AsyncClient, url: str) -> tuple[bytes, int]:
+    async with client.stream("GET", url) as resp:
+        straight = _http11_of(resp) is not None
+        parts = [bytes(p) async for p in body_chunks(resp)]
+    return b"".join(parts), len(parts) if straight else -1
+
+
+async def test_a_long_body_comes_whole_and_the_connection_is_reused():
+    server, url, opened = await _serve(_whole)
+    async with server, httpx.AsyncClient() as client:
+        for _ in range(3):
+            got, pieces = await _read(client, url)
+            assert hashlib.md5(got).digest() == hashlib.md5(BODY).digest()
+            assert pieces > 1  # read through the fast path, in more than one piece
+    assert len(opened) == 1  # keep-alive held: each body ended where h11 expected it
+
+
+async def test_a_body_cut_short_is_a_transport_error_and_the_connection_is_not_reused():
+    sent = []
+
+    async def short(writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(BODY))
+        writer.write(BODY[: len(BODY) // 2])
+        await writer.drain()
+        sent.append(1)
+        return False  # closes the connection half-way
+
+    server, url, opened = await _serve(short)
+    async with server, httpx.AsyncClient() as client:
+        for _ in range(2):
+            with pytest.raises(httpx.RemoteProtocolError):
+                await _read(client, url)
+    assert len(opened) == 2
+
+
+async def test_a_chunked_body_streams_through_httpx():
+    async def chunked(writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for i in range(0, len(BODY), 500_000):
+            part = BODY[i:i + 500_000]
+            writer.write(b"%x\r\n%s\r\n" % (len(part), part))
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    server, url, opened = await _serve(chunked)
+    async with server, httpx.AsyncClient() as client:
+        for _ in range(2):
+            got, _pieces = await _read(client, url)
+            assert got == BODY
+    assert len(opened) == 1
