@@ -422,8 +422,8 @@ async def body_chunks(resp: httpx.Response) -> AsyncIterator[bytes | bytearray]:
     more into bytes (~200 MB of copying for a 50 MB download, on the thread that also reads every
     socket). For a plain HTTP/1.1 body of known length on our own pool's connection, the reads
     after the first go straight from the connection's stream to the caller, h11's count of what
-    is left kept in step (its checks and keep-alive stay as they were); whatever the first read
-    brought with the headers still comes through h11. Anything else (chunked bodies, other
+    is left kept in step (its checks and keep-alive stay as they were); the body bytes the first
+    read brought with the headers are taken from h11's buffer as they are. Anything else (chunked bodies, other
     transports, another httpcore) streams through httpx as before."""
     conn = _http11_of(resp)
     state = getattr(conn, "_h11_state", None)
@@ -432,6 +432,15 @@ async def body_chunks(resp: httpx.Response) -> AsyncIterator[bytes | bytearray]:
             yield chunk
         return
     reader = state._reader
+    held = getattr(getattr(state, "_receive_buffer", None), "_data", None)
+    left = getattr(reader, "_remaining", None)
+    if isinstance(held, bytearray) and isinstance(left, int) and 0 < len(held) <= left \
+            and state.their_state is h11.SEND_BODY:
+        # What the first read brought beyond the headers is body only: h11's buffer is handed
+        # over whole rather than sliced out of it twice.
+        state._receive_buffer._data = bytearray()
+        reader._remaining = left - len(held)
+        yield held
     # EndOfMessage is h11's and httpcore's to see (the connection goes back to the pool or closes
     # as usual): this stops where the body's last byte is, before h11 would report it.
     while isinstance(getattr(reader, "_remaining", None), int) and reader._remaining:

@@ -100,3 +100,19 @@ async def test_a_chunked_body_streams_through_httpx():
             got, _pieces = await _read(client, url)
             assert got == BODY
     assert len(opened) == 1
+
+
+async def test_a_body_that_came_with_its_headers_is_whole_and_the_connection_is_reused():
+    small = BODY[:10_000]
+
+    async def at_once(writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(small), small))
+        await writer.drain()
+        return True
+
+    server, url, opened = await _serve(at_once)
+    async with server, httpx.AsyncClient() as client:
+        for _ in range(3):
+            got, pieces = await _read(client, url)
+            assert got == small and pieces == 1
+    assert len(opened) == 1
