@@ -82,6 +82,37 @@ Later session (helper-44), all threads from one measured call (--measure), befor
   best, rounds 53/56/74/49/54 % (median 54 %): the goal is still NOT met; eco zips vs
   neonutilities 4.4x; every MD5 verified, one listing request a call. At 350 MB/s raw, eco's
   ~0.9 ms a file beyond raw (114 files) is the whole gap.
+Session helper-48 (before = 60fccf7; the box shared with other engineers' test runs, load
+average 1.0-2.5 throughout, so no quiet-box figure): --measure now also prints, per thread of the
+client and of the simulator, CPU run time, time runnable but waiting for a core, and voluntary /
+forced context switches (/proc schedstat, status), and the loop's user/system split; with
+ECO_BENCH_PERF_CTL=CTL,ACK it switches `perf record -D -1 --control fifo:CTL,ACK` on and off.
+  CPU budget of one call (--measure, 3-6 calls each, seconds):
+                          eco before     eco after      raw
+    loop thread           0.19-0.29      0.14-0.27      0.16-0.23
+    disk/MD5 threads      0.10-0.17      0.10-0.19      -
+    simulator             0.05-0.10      0.04-0.12      0.06-0.08
+    loop waited for a core 0.10-0.21     0.13-0.28      0.06-0.10   (forced switches ~300-430 vs ~120-145)
+  Bound on 2 cores: eco >= max(loop, (loop + disk + simulator) / 2) ~ 0.16-0.20 s against raw's
+  loop-bound 0.16-0.23 s, so 80 % holds only if the overlap is near perfect; under any other
+  load the bound is eco's total CPU, ~1.5x raw's (MD5 0.47 G instructions, ~60-70 ms; the
+  kernel's file work 30-100 ms: in perf the page-cache copy cost as much as MD5, and writing
+  into page-cache pages this VM had never touched cost 5x reused ones: 160 against 30 ms for
+  60 MB), i.e. 65-75 %. Measured eco wall is ~2x its bound: the loop thread waits for a core
+  0.13-0.28 s a call, preempted ~380 times against raw's ~130, mostly at the wake-ups of its own
+  disk threads (each GIL hand-back wakes one; ~250 sleeps and wake-ups per disk thread a call).
+  - body_chunks (upstream.http): a body of known length is read straight from the connection
+    and the first read's body bytes taken from h11's buffer whole; through httpx every body byte
+    was copied four times on the loop. callgrind, loop thread 739 M -> 564 M instructions
+    (memcpy 218 M -> 36 M; raw's loop ~850 M beside its client's CA load), all threads
+    1.23 G -> 1.05 G.
+  - tried and dropped (no difference beyond the noise at this load, 8-10 interleaved calls
+    each): disk threads at nice 5/10 (the loop's forced switches fell to 44-69, but it then
+    blocked on the GIL held by a descheduled disk thread instead), SCHED_BATCH disk threads,
+    one disk thread instead of two, 128/256 KiB reads instead of 1 MiB.
+  Whole runs, best of 5: after body_chunks at load 1.0-1.6: eco 0.29 s, raw 0.18 s, 61 % best
+  vs best, rounds' median 67 % (before, load 0.9: 55 %, median 52 %); the closing runs are in
+  the report of this session. The goal is still NOT met.
 At this load wall times move by 2x from round to round; the pairs' ratios move less. Where the
 time went, measured in process (py-spy, cProfile on thread CPU time, strace -c, callgrind):
 - CPU on the event-loop thread per call: before 0.60-0.73 s against raw's 0.42-0.52 s; after
@@ -110,6 +141,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -119,6 +151,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -260,6 +293,12 @@ def _mark(what: str) -> None:
         os.stat(f"/eco-bench-mark-{what}")
     except OSError:
         pass
+    if os.environ.get("ECO_BENCH_PERF_CTL"):  # perf record -D -1 --control fifo:CTL,ACK
+        ctl, ack = os.environ["ECO_BENCH_PERF_CTL"].split(",")
+        with open(ctl, "w") as fh:
+            fh.write("enable\n" if what == "start" else "disable\n")
+        with open(ack) as fh:
+            fh.read(5)
     if os.environ.get("ECO_BENCH_CALLGRIND"):
         subprocess.run(["callgrind_control", "-i", "on" if what == "start" else "off", str(os.getpid())],
                        check=True, stdout=subprocess.DEVNULL)
@@ -269,6 +308,51 @@ def _cpu_of(pid: int) -> float:
     """CPU seconds (user + system) a process has used so far, from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _threads(pid: int | str = "self") -> dict[int, tuple[int, int, int, int]]:
+    """Per thread: nanoseconds run, nanoseconds runnable but waiting for a core, voluntary and
+    involuntary context switches (/proc schedstat and status)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            run, wait, _ = (int(x) for x in (task / "schedstat").read_text().split())
+            status = (task / "status").read_text()
+        except (OSError, ValueError):
+            continue
+        vol = int(re.search(r"^voluntary_ctxt_switches:\s*(\d+)", status, re.M).group(1))  # type: ignore[union-attr]
+        invol = int(re.search(r"^nonvoluntary_ctxt_switches:\s*(\d+)", status, re.M).group(1))  # type: ignore[union-attr]
+        out[int(task.name)] = (run, wait, vol, invol)
+    return out
+
+
+def _thread_table(before: dict, after: dict, names: dict[int, str]) -> list[str]:
+    rows = []
+    for tid, (run, wait, vol, invol) in sorted(after.items()):
+        r0, w0, v0, i0 = before.get(tid, (0, 0, 0, 0))
+        if run - r0 < 1_000_000 and tid not in names:
+            continue
+        rows.append(f"    {names.get(tid, str(tid)):14s} run {(run - r0) / 1e6:7.1f} ms  waited for a core "
+                    f"{(wait - w0) / 1e6:6.1f} ms  switches {vol - v0:5d} voluntary {invol - i0:4d} forced")
+    return rows
+
+
+async def _per_thread(coro, sim_pid: int, into: dict):
+    """`coro`, with every thread's (and the simulator's) scheduler figures before and after it:
+    taken inside the loop, so the call's worker threads are still alive at the end."""
+    import resource
+    import threading
+
+    mine, sim = _threads(), _threads(sim_pid)
+    use = resource.getrusage(resource.RUSAGE_THREAD)
+    got = await coro
+    end = resource.getrusage(resource.RUSAGE_THREAD)
+    into["loop_user_sys"] = (end.ru_utime - use.ru_utime, end.ru_stime - use.ru_stime)
+    names = {t.native_id: ("loop" if t is threading.main_thread() else "worker") for t in threading.enumerate()
+             if t.native_id is not None}
+    into["client"] = _thread_table(mine, _threads(), names)
+    into["sim"] = _thread_table(sim, _threads(sim_pid), {})
+    return got
 
 
 def measure(which: str, base: str, token: str, data: Path, sim_pid: int) -> None:
@@ -289,7 +373,9 @@ def measure(which: str, base: str, token: str, data: Path, sim_pid: int) -> None
             _mark("start")
         if prof is not None:
             prof.enable()
-        got = asyncio.run(coro)
+        tables: dict[str, Any] = {}
+        got = asyncio.run(_per_thread(coro, sim_pid, tables))
+        got["tables"] = tables
         if prof is not None:
             prof.disable()
             prof.dump_stats(os.environ["ECO_BENCH_PROFILE"])
@@ -305,6 +391,9 @@ def measure(which: str, base: str, token: str, data: Path, sim_pid: int) -> None
     print(f"{which}: {got['seconds']:.3f} s wall, {got['cpu']:.3f} s CPU (all threads), "
           f"{got['loop_cpu']:.3f} s on the loop thread, simulator {got['sim_cpu']:.2f} s CPU, {got['files']} files, "
           f"{got['bytes']} bytes")
+    print("  loop thread user {:.3f} s, system {:.3f} s".format(*got["tables"]["loop_user_sys"]))
+    print("  client threads:\n" + "\n".join(got["tables"]["client"]))
+    print("  simulator threads:\n" + "\n".join(got["tables"]["sim"]))
 
 
 def main() -> None:
