@@ -111,8 +111,11 @@ ECO_BENCH_PERF_CTL=CTL,ACK it switches `perf record -D -1 --control fifo:CTL,ACK
     blocked on the GIL held by a descheduled disk thread instead), SCHED_BATCH disk threads,
     one disk thread instead of two, 128/256 KiB reads instead of 1 MiB.
   Whole runs, best of 5: after body_chunks at load 1.0-1.6: eco 0.29 s, raw 0.18 s, 61 % best
-  vs best, rounds' median 67 % (before, load 0.9: 55 %, median 52 %); the closing runs are in
-  the report of this session. The goal is still NOT met.
+  vs best, rounds' median 67 % (before, load 0.9: 55 %, median 52 %). Closing runs at load
+  2.1-2.4 (another engineer's process held one core throughout): eco 0.32 / 0.33 s, raw 0.21 /
+  0.21 s: 66 / 63 % best vs best, medians 65 / 63 %; two runs at load 2.0-2.4 just before gave
+  52 / 60 % (medians 52 / 50 %). Every MD5 verified, one listing request a call, eco zips vs
+  neonutilities 3.0x. The goal is still NOT met.
 At this load wall times move by 2x from round to round; the pairs' ratios move less. Where the
 time went, measured in process (py-spy, cProfile on thread CPU time, strace -c, callgrind):
 - CPU on the event-loop thread per call: before 0.60-0.73 s against raw's 0.42-0.52 s; after
