@@ -1,15 +1,9 @@
 """Values kept for objects by identity, for the hot path's reuse of work already done on the same
-objects (a kept input's capped page sizes, a result's dump and text, a text's encodings, a kept
-answer). Keyed by the objects' ids, each entry holding the objects themselves, so an id cannot be
-reused by another object while its entry lives. Bounded by entries and by weight (what a value
-costs to hold, in the caller's unit: bytes of text, rows), oldest entry first; a value heavier
-than the whole budget is not kept at all.
-
-With `second_put`, a value is kept only when the same objects are put a second time: stores of
-results that most callers make afresh every call (a search's answer, its text) then hold only
-what does come back (a kept answer, a report reused while nothing moved), not a churn of values
-no call will ask for again. The first put remembers the objects' ids only (a bounded set: an id
-taken over by another object costs at most one value kept early, never a wrong answer).
+objects (a kept input's capped page sizes, a kept result's dump and text, a kept answer). Keyed
+by the objects' ids, each entry holding the objects themselves, so an id cannot be reused by
+another object while its entry lives. Bounded by entries and by weight (what a value costs to
+hold, in the caller's unit: bytes of text, rows), oldest entry first; a value heavier than the
+whole budget is not kept at all.
 """
 
 from __future__ import annotations
@@ -20,9 +14,8 @@ V = TypeVar("V")
 
 
 class KeptByIdentity(Generic[V]):
-    def __init__(self, *, max_entries: int, max_weight: int | None = None, second_put: bool = False) -> None:
+    def __init__(self, *, max_entries: int, max_weight: int | None = None) -> None:
         self.max_entries, self.max_weight = max_entries, max_weight
-        self._put_once: set[tuple[int, ...]] | None = set() if second_put else None
         self._entries: dict[tuple[int, ...], tuple[tuple[object, ...], V, int]] = {}
         self.weight = 0
 
@@ -36,11 +29,6 @@ class KeptByIdentity(Generic[V]):
         if self.max_weight is not None and weight > self.max_weight:
             return
         key = tuple(map(id, objs))
-        if self._put_once is not None and key not in self._put_once:
-            if len(self._put_once) >= 8 * self.max_entries:
-                self._put_once.clear()
-            self._put_once.add(key)
-            return
         old = self._entries.pop(key, None)
         if old is not None:
             self.weight -= old[2]
@@ -52,8 +40,6 @@ class KeptByIdentity(Generic[V]):
 
     def clear(self) -> None:
         self._entries.clear()
-        if self._put_once is not None:
-            self._put_once.clear()
         self.weight = 0
 
     def __len__(self) -> int:

@@ -23,7 +23,7 @@ from eco_core import redact
 from eco_core.errors import EcoError
 from eco_core.kept import KeptByIdentity
 from eco_core.paging import cap_page_sizes
-from mcp_gateway import budget, request_state
+from mcp_gateway import budget, request_state, splice
 from mcp_gateway.arguments import parse_arguments
 from mcp_gateway.context import CallContext
 from mcp_gateway.models import Envelope
@@ -80,23 +80,24 @@ def internal_error(spec_name: str) -> EcoError:
 # nothing it reports has moved; kept answers such as eco_get_availability's are returned again
 # for the same input on the same index), with their payload and text: such a result is dumped and
 # encoded once. Only a call that adds nothing of its own to the envelope reuses one; a payload is
-# never changed after it is made (masking copies, the SDK copies what it sends). A result is kept
-# once it comes back a second time (most handlers make a new one every call); bounded by the
-# texts' size too, as a payload holds several times its text in Python objects.
-_kept_results: KeptByIdentity[tuple[dict[str, Any], str]] = KeptByIdentity(
-    max_entries=64, max_weight=2 << 20, second_put=True)
+# never changed after it is made (masking copies, the SDK copies what it sends). Only results
+# their tool marked as returned again (models.returned_again) are kept: most tools make a new
+# answer every call, and keeping those would only churn memory. Bounded by the texts' size too,
+# as a payload holds several times its text in Python objects.
+_kept_results: KeptByIdentity[tuple[dict[str, Any], str]] = KeptByIdentity(max_entries=64, max_weight=2 << 20)
 
 
 def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> tuple[dict[str, Any], str | None]:
     """The payload as sent (envelope completed, fitted to the byte budget) and its compact JSON
     when the budget check already made it (None: not made yet)."""
-    plain = not (call.notes or call.token_header_ignored or acct.stale_served or acct.endpoints)
+    plain = getattr(out, "_returned_again", False) and not (call.notes or call.token_header_ignored or acct.stale_served or acct.endpoints)
     kept = _kept_results.get(out, spec, call.cfg) if plain else None
     if kept is not None:
         return kept
     payload, text = _fitted(spec, args, out, call, acct)
     if plain and text is not None:
         _kept_results.put(out, spec, call.cfg, value=(payload, text), weight=len(text))
+        splice.keep_encoded(text)
     return payload, text
 
 

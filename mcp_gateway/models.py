@@ -8,16 +8,16 @@ because every agent loads the whole list into its context (limits.tools_list_max
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.alias_generators import to_camel
 
 from eco_core.wire import Page, WireModel
 
 __all__ = [
     "JSON_SCHEMA_2020_12", "Envelope", "NextStep", "Page", "Source", "ToolInput", "WireModel", "input_schema",
-    "output_schema",
+    "output_schema", "returned_again",
 ]
 
 JSON_SCHEMA_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -55,6 +55,10 @@ class Source(WireModel):
 class Envelope(WireModel):
     """The common envelope of every successful result; tool outputs subclass it."""
 
+    # Set by `returned_again`: the tool hands out this very object again (a kept answer), so the
+    # gateway keeps its dump and text (calls._finish) instead of making them every call.
+    _returned_again: bool = PrivateAttr(default=False)
+
     resolved: dict[str, Any] = Field(default_factory=dict, description="How input names were resolved.")
     notes: list[str] = Field(default_factory=list)
     next_steps: list[NextStep] = Field(default_factory=list)
@@ -65,6 +69,16 @@ _MAPS = ("properties", "$defs", "patternProperties")
 _DATA = ("default", "examples", "const", "enum")
 # Keywords that constrain what a caller may send; on an output they only restate what the server does.
 _INPUT_ONLY = ("default", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems")
+
+
+E = TypeVar("E", bound=Envelope)
+
+
+def returned_again(out: E) -> E:
+    """Marks an answer its tool keeps and returns again, as this same object, for the same input
+    (it must never be changed after this); returns it."""
+    out._returned_again = True
+    return out
 
 
 def _compact(node: Any, *, output: bool) -> Any:

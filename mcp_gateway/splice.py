@@ -14,6 +14,7 @@ stamp, status, framing) is still the SDK's, and every inbound check still runs i
     scope()        opened per MCP POST by http_app; without one, defer() declines and the SDK
                    gets the result itself (stdio, tests calling the server directly)
     defer(text)    the two placeholders for a result whose text is `text`, registered in the scope
+    keep_encoded   encode a kept result's text once (calls._finish), for every reply it goes into
     fill(body)     a reply body with every registered placeholder found in it replaced
 
 A placeholder holds a fresh random nonce: the string placeholder is the nonce, the object one
@@ -58,26 +59,28 @@ def defer(text: str) -> tuple[str, dict[str, str]] | None:
     if pending is None:
         return None
     as_string, as_object = os.urandom(12).hex(), os.urandom(12).hex()
-    quoted_text, raw = _encoded(text)
+    quoted_text, raw = _encoded.get(text) or _encode(text)
     pending[b'"' + as_string.encode() + b'"'] = (False, quoted_text)
     pending[b'"' + as_object.encode() + b'"'] = (True, raw)
     return as_string, {KEY: as_object}
 
 
-# Texts encoded lately, by identity: a kept answer's text is the same object call after call, and
-# encoding and quoting it was most of what was left of such a call. Bounded by size too.
-_encoded_texts: KeptByIdentity[tuple[bytes, bytes]] = KeptByIdentity(max_entries=64, max_weight=4 << 20,
-                                                                      second_put=True)
+# The encodings of kept results' texts (calls._finish hands them over): such a text is the same
+# object call after call, and quoting a 20 KB text alone was a third of such a call's instructions.
+_encoded: KeptByIdentity[tuple[bytes, bytes]] = KeptByIdentity(max_entries=64, max_weight=4 << 20)
 
 
-def _encoded(text: str) -> tuple[bytes, bytes]:
+def _encode(text: str) -> tuple[bytes, bytes]:
     """`text` as a JSON string literal and as UTF-8 bytes."""
-    kept = _encoded_texts.get(text)
-    if kept is not None:
-        return kept
-    quoted, raw = json.dumps(text, ensure_ascii=False).encode(), text.encode()
-    _encoded_texts.put(text, value=(quoted, raw), weight=len(quoted) + len(raw))
-    return quoted, raw
+    return json.dumps(text, ensure_ascii=False).encode(), text.encode()
+
+
+def keep_encoded(text: str) -> None:
+    """Encode a kept result's text once, for every reply it goes into (HTTP only: without an open
+    reply scope nothing is spliced)."""
+    if _open.get() is not None and _encoded.get(text) is None:
+        quoted, raw = _encode(text)
+        _encoded.put(text, value=(quoted, raw), weight=len(quoted) + len(raw))
 
 
 def fill(body: bytes, pending: dict[bytes, tuple[bool, bytes]]) -> bytes:

@@ -13,7 +13,7 @@ from eco_core.kept import KeptByIdentity
 from mcp_gateway import ports
 from mcp_gateway.arguments import keepable
 from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Source, ToolInput
+from mcp_gateway.models import Envelope, NextStep, Source, ToolInput, returned_again
 from mcp_gateway.registry import ToolSpec
 from mcp_gateway.tools.catalog_access import catalog_index
 
@@ -83,7 +83,7 @@ async def get_availability_tool(args: AvailabilityInput, call: CallContext) -> A
     if from_index and keepable(args):
         if any(held[0] is not idx for held in _answers.held()[:1]):
             _answers.clear()
-        _answers.put(idx, args, call.cfg, value=out, weight=len(out.rows))
+        _answers.put(idx, args, call.cfg, value=returned_again(out), weight=len(out.rows))
     return out
 
 

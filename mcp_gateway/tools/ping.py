@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field
 from eco_core import __version__
 from mcp_gateway import health, ports
 from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Source, ToolInput, WireModel
+from mcp_gateway.models import Envelope, NextStep, Source, ToolInput, WireModel, returned_again
 from mcp_gateway.registry import ToolSpec, default_registry
 
 
@@ -155,7 +155,7 @@ async def ping(args: PingInput, call: CallContext) -> PingOutput:
                call.transport, call.token_configured, call.token_source)
         out = _reusable(key)
         if out is None:
-            out = _report(call, downloads, _catalog(status, breaker), key[3], key[4], None)
+            out = returned_again(_report(call, downloads, _catalog(status, breaker), key[3], key[4], None))
             _last = (key, out)
         return out
     probe = await health.api_check(client, cfg, token_configured=call.token_configured)

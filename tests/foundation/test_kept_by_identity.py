@@ -52,12 +52,3 @@ def test_putting_the_same_objects_again_replaces_the_value_and_its_weight():
     kept.clear()
     assert kept.get(o) is None and kept.weight == 0 and kept.held() == []
 
-
-def test_with_second_put_only_objects_put_again_are_kept():
-    kept: KeptByIdentity[int] = KeptByIdentity(max_entries=3, second_put=True)
-    again, once = Thing(), Thing()
-    kept.put(again, value=1)
-    kept.put(once, value=2)
-    assert kept.get(again) is None and len(kept) == 0
-    kept.put(again, value=3)
-    assert kept.get(again) == 3 and kept.get(once) is None and len(kept) == 1

@@ -76,3 +76,17 @@ async def test_a_new_index_starts_with_no_kept_answers(run_tool, monkeypatch):
     again = await run_tool("eco_get_availability", {"site": "HARV"})
     assert again.ok["siteCode"] == "HARV"
     assert [entry[0] for entry in availability._answers.held()] == [rebuilt]
+
+
+async def test_the_gateway_keeps_the_dump_of_a_kept_answer_and_of_no_fresh_one(run_tool):
+    from mcp_gateway import calls
+
+    availability._answers.clear()
+    calls._kept_results.clear()
+    for _ in range(2):
+        await run_tool("eco_search_products", {"query": "soil temperature"})
+    assert len(calls._kept_results) == 0  # a search's answer is new every call: nothing to reuse
+    first = await run_tool("eco_get_availability", {"product": SOIL})
+    again = await run_tool("eco_get_availability", {"product": SOIL})
+    assert len(calls._kept_results) == 1
+    assert again.result.content[0].text is first.result.content[0].text  # dumped and encoded once
