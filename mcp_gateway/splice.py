@@ -58,7 +58,8 @@ def defer(text: str) -> tuple[str, dict[str, str]] | None:
     pending = _open.get()
     if pending is None:
         return None
-    as_string, as_object = os.urandom(12).hex(), os.urandom(12).hex()
+    nonces = os.urandom(24).hex()  # one system call for both
+    as_string, as_object = nonces[:24], nonces[24:]
     quoted_text, raw = _encoded.get(text) or _encode(text)
     pending[b'"' + as_string.encode() + b'"'] = (False, quoted_text)
     pending[b'"' + as_object.encode() + b'"'] = (True, raw)
