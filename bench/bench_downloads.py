@@ -116,6 +116,14 @@ ECO_BENCH_PERF_CTL=CTL,ACK it switches `perf record -D -1 --control fifo:CTL,ACK
   0.21 s: 66 / 63 % best vs best, medians 65 / 63 %; two runs at load 2.0-2.4 just before gave
   52 / 60 % (medians 52 / 50 %). Every MD5 verified, one listing request a call, eco zips vs
   neonutilities 3.0x. The goal is still NOT met.
+  The lead's quiet-box runs with body_chunks (trees 547b534, d74be16; load average 0.9-1.3,
+  nothing else running): eco 0.30 / 0.24 s, raw 0.16 / 0.14 s: 54 / 57 % best vs best (rounds
+  56, 72, 51, 55, 75 and 54, 92, 54, 48, 96 %; medians 56 / 54 %), against 50 % (median 55 %)
+  on the same quiet box at the session's start (60fccf7). Every MD5 verified; one listing
+  request; eco zips vs neonutilities 5.8x / 5.0x. The goal is NOT met on a quiet box either:
+  eco's loop now does less than raw's, but MD5 and the kernel's page-cache writes (both required:
+  every byte is verified and lands on disk) add ~0.15 s of CPU a call beside it on 2 cores, and
+  the loop loses its core to the disk threads' wake-ups; 80 % asks for near-perfect overlap.
 At this load wall times move by 2x from round to round; the pairs' ratios move less. Where the
 time went, measured in process (py-spy, cProfile on thread CPU time, strace -c, callgrind):
 - CPU on the event-loop thread per call: before 0.60-0.73 s against raw's 0.42-0.52 s; after
