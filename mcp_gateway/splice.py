@@ -35,6 +35,7 @@ from contextvars import ContextVar
 from eco_core.kept import KeptByIdentity
 
 KEY = "io.eco-mcp/splice"
+_OBJECT_HEAD = b'{"' + KEY.encode() + b'":'
 
 _open: ContextVar[dict[bytes, tuple[bool, bytes]] | None] = ContextVar("eco_splices", default=None)
 
@@ -87,15 +88,18 @@ def keep_encoded(text: str) -> None:
 def fill(body: bytes, pending: dict[bytes, tuple[bool, bytes]]) -> bytes:
     """`body` with each placeholder found in it replaced (and dropped from `pending`)."""
     spans: list[tuple[int, int, bytes]] = []
-    for quoted in [q for q in pending if q in body]:
-        at = body.index(quoted)
-        is_object, data = pending[quoted]
+    for quoted, (is_object, data) in list(pending.items()):
+        at = body.find(quoted)
+        if at < 0:
+            continue
         if not is_object:
             spans.append((at, at + len(quoted), data))
         else:
             start, end = body.rfind(b"{", 0, at), body.find(b"}", at)
-            if start < 0 or end < 0 or json.loads(body[start:end + 1]) != {KEY: quoted[1:-1].decode()}:
-                continue  # not our placeholder's own object: left, and reported as unfilled
+            # Our placeholder's own object, whatever the separators: anything else is left, and
+            # reported as unfilled.
+            if start < 0 or end < 0 or body[start:end + 1].replace(b" ", b"") != _OBJECT_HEAD + quoted + b"}":
+                continue
             spans.append((start, end + 1, data))
         del pending[quoted]
     if not spans:
