@@ -30,3 +30,16 @@ def assert_error(result: Any, code: str) -> dict[str, Any]:
     assert err["code"] == code, err
     assert {"code", "message", "details", "hint"} <= set(err)
     return err
+
+
+def outcome_of(tool: Any, result: Any) -> str:
+    """The call's outcome: "ok" for a result valid against the tool's output schema, else its
+    error code, which must be a stable one and never internal_error."""
+    from eco_core.errors import CODES
+
+    if result.is_error:
+        code = result.structured_content["error"]["code"]
+        assert code in CODES and code != "internal_error", (tool.name, result.structured_content)
+        return str(code)
+    jsonschema.Draft202012Validator(tool.output_schema).validate(result.structured_content)
+    return "ok"
