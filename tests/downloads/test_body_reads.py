@@ -1,4 +1,4 @@
-"""upstream.http.body_chunks: a streamed body of known length read straight from the connection
+"""upstream.bodies.body_chunks: a streamed body of known length read straight from the connection
 (no copies through h11) is the same bytes, leaves the connection reusable, and a body cut short
 is an httpx transport error as before; bodies of other framings stream through httpx."""
 
@@ -11,7 +11,7 @@ import os
 import httpx
 import pytest
 
-from upstream.http import _http11_of, body_chunks
+from upstream.bodies import _http11_of, body_chunks
 
 BODY = os.urandom(3 * (1 << 20) + 12345)  # several socket reads past the first
 
