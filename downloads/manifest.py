@@ -47,8 +47,16 @@ def update(root: Path, entries: dict[str, dict[str, Any]]) -> None:
     files.update(entries)
     root.mkdir(parents=True, exist_ok=True)
     tmp = path_of(root).with_name(f".{NAME}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"version": VERSION, "files": dict(sorted(files.items()))}, indent=1))
+    tmp.write_text(_text(files))
     os.replace(tmp, path_of(root))
+
+
+def _text(files: dict[str, dict[str, Any]]) -> str:
+    """One file per line: readable and diffable, and every line made by json's C encoder (with
+    `indent` json encodes in Python, ~10 ms for a hundred files on the call's event loop)."""
+    lines = ",\n".join(f"{json.dumps(path)}: {json.dumps(entry)}" for path, entry in sorted(files.items()))
+    return f'{{"version": {VERSION}, "files": {{\n{lines}\n}}}}\n'
+
 
 
 def now() -> str:

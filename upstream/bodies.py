@@ -149,9 +149,9 @@ class SocketBody:
     until httpcore asks for the next event, which is after run() returns) and because the thread
     reads a dup of the socket, never the loop's own descriptor."""
 
-    def __init__(self, resp: httpx.Response, sock: socket.socket, held: list[bytes | bytearray | memoryview], left: int,
+    def __init__(self, state: h11.Connection, sock: socket.socket, held: list[bytes | bytearray | memoryview], left: int,
                  reader: Any, timeout: float | None) -> None:
-        self._resp, self._sock, self._held, self.left, self._reader = resp, sock, held, left, reader
+        self._state, self._sock, self._held, self.left, self._reader = state, sock, held, left, reader
         self._timeout = timeout
         self._stop = threading.Event()
         self._failed: httpx.TransportError | None = None
@@ -244,11 +244,14 @@ class SocketBody:
         finally:
             self._sock.close()
             self._reader._remaining = self.left + sum(len(p) for p in self._held)
-        # h11 (which has nothing left to read) reports the body's end, so httpcore hands the
-        # connection back to the pool instead of closing it.
-        async for extra in self._resp.aiter_raw():
-            if extra:
-                raise httpx.RemoteProtocolError("more body than the job read")
+        # h11, with nothing left to read, reports the body's end (its state DONE), so httpcore
+        # hands the connection back to the pool on close instead of closing it.
+        try:
+            event = self._state.next_event()
+        except h11.RemoteProtocolError as exc:
+            raise httpx.RemoteProtocolError(str(exc)) from exc
+        if not isinstance(event, h11.EndOfMessage):
+            raise httpx.RemoteProtocolError(f"after the body: {type(event).__name__}")
         return result
 
 
@@ -281,4 +284,4 @@ def socket_body(resp: httpx.Response) -> SocketBody | None:
     protocol.read_event.clear()
     timeout = resp.request.extensions.get("timeout", {}).get("read")
     queued_bytes = sum(len(q) for q in queued)
-    return SocketBody(resp, sock, held, reader._remaining - queued_bytes, reader, timeout)
+    return SocketBody(state, sock, held, reader._remaining - queued_bytes, reader, timeout)

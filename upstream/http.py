@@ -104,7 +104,7 @@ class UpstreamHttp:
         self.requests_sent = 0
         limits = httpx.Limits(max_connections=cfg.eco.max_concurrency + 2,
                               max_keepalive_connections=cfg.eco.max_concurrency)
-        self._client = httpx.AsyncClient(
+        self._client = _CookielessClient(
             transport=transport if transport is not None else _wide_read_transport(limits),
             verify=_ssl_context(),
             follow_redirects=False,
@@ -345,9 +345,32 @@ def _ssl_context() -> ssl.SSLContext:
 READ_BYTES = 1 << 20
 
 
+class _NoCookies(httpx.Cookies):
+    def extract_cookies(self, response: httpx.Response) -> None:
+        pass
+
+
+class _CookielessClient(httpx.AsyncClient):
+    """NEON's API and its storage hosts work without cookies, and one client serves every
+    caller of a worker: a cookie one caller's answer set must never ride on another's request.
+    (Keeping them also cost a urllib cookie-jar pass over every response.)"""
+
+    @property  # type: ignore[override]
+    def cookies(self) -> httpx.Cookies:
+        return _NO_COOKIES
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        pass
+
+
+_NO_COOKIES = _NoCookies()
+
+
 class _WideStream(httpcore.AsyncNetworkStream):
     def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
         self._inner = inner
+        self._socket: Any = None
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         return await self._inner.read(max(max_bytes, READ_BYTES), timeout)
@@ -363,7 +386,14 @@ class _WideStream(httpcore.AsyncNetworkStream):
         return _WideStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
+        # httpcore's pool asks every idle connection for its socket before each request (is it
+        # still open?); through anyio each answer builds a dict of every attribute, with a
+        # getpeername call. A connection's socket never changes.
+        if info != "socket":
+            return self._inner.get_extra_info(info)
+        if self._socket is None:
+            self._socket = self._inner.get_extra_info(info)
+        return self._socket
 
 
 def _widen(stream: httpcore.AsyncNetworkStream) -> httpcore.AsyncNetworkStream:

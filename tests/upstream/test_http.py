@@ -60,3 +60,20 @@ async def test_user_input_cannot_change_the_route(client_factory):
     with pytest.raises(EcoError):
         await client_factory(handle).location("../products?x=1")
     assert seen == ["/api/v0/locations/..%2Fproducts%3Fx%3D1"]
+
+
+async def test_a_cookie_an_answer_sets_is_never_sent_with_a_later_request(client_factory):
+    # One client serves every caller of a worker: a cookie kept from one answer would ride on
+    # the next caller's request.
+    sent: list[str | None] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        sent.append(request.headers.get("cookie"))
+        resp = reply(200, sample("products_DP1.00001.001.json"))
+        resp.headers["set-cookie"] = "session=abc123; Path=/"
+        return resp
+
+    client = client_factory(handle)
+    await client.product("DP1.00001.001")
+    await client.product("DP1.00001.001", release="RELEASE-2025")
+    assert len(sent) == 2 and sent == [None, None]
