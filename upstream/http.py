@@ -34,6 +34,7 @@ from typing import Any, Literal
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
+import httpcore._utils
 import httpx
 
 from eco_core import __version__, metrics
@@ -386,14 +387,17 @@ class _WideStream(httpcore.AsyncNetworkStream):
         return _WideStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:
-        # httpcore's pool asks every idle connection for its socket before each request (is it
-        # still open?); through anyio each answer builds a dict of every attribute, with a
-        # getpeername call. A connection's socket never changes.
-        if info != "socket":
+        # httpcore's pool asks every idle connection whether it is readable (closed by the peer)
+        # before each request; through anyio each answer built a dict of every attribute, with a
+        # getpeername call, to find the socket. A connection's socket never changes.
+        if info not in ("socket", "is_readable"):
             return self._inner.get_extra_info(info)
         if self._socket is None:
-            self._socket = self._inner.get_extra_info(info)
-        return self._socket
+            self._socket = self._inner.get_extra_info("socket")
+            if self._socket is None:
+                return self._inner.get_extra_info(info)
+        # "is_readable" as httpcore's own streams answer it, without asking anyio for the socket
+        return self._socket if info == "socket" else httpcore._utils.is_socket_readable(self._socket)
 
 
 def _widen(stream: httpcore.AsyncNetworkStream) -> httpcore.AsyncNetworkStream:

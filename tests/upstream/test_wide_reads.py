@@ -68,3 +68,33 @@ async def test_a_connection_s_socket_transport_takes_read_bytes_from_the_kernel_
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_a_kept_alive_connection_the_server_closed_is_not_used_again(client_factory):
+    # The pool asks each idle connection whether the peer closed it (_WideStream answers that
+    # from its remembered socket): a request on such a connection would fail.
+    import asyncio
+
+    from upstream.http import Call
+
+    from .conftest import make_cfg
+
+    opened: list[int] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        opened.append(1)
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        await writer.drain()
+        writer.close()  # without `Connection: close`: the client keeps the connection
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    base = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    cfg = make_cfg({"ECO_MCP_ECO__BASE_URL": f"{base}/api/v0", "ECO_MCP_ECO__RETRIES__MAX_ATTEMPTS": "1"})
+    async with server:
+        http = client_factory(None, cfg=cfg).http
+        for _ in range(3):
+            resp = await http.request(Call("GET", f"{base}/api/v0/x", "/x"))
+            assert resp.status_code == 200
+            await asyncio.sleep(0.05)  # the server's close arrives while the connection is idle
+    assert len(opened) == 3
