@@ -8,6 +8,7 @@ whole budget is not kept at all.
 
 from __future__ import annotations
 
+from operator import is_
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
@@ -21,7 +22,9 @@ class KeptByIdentity(Generic[V]):
 
     def get(self, *objs: object) -> V | None:
         entry = self._entries.get(tuple(map(id, objs)))
-        if entry is None or any(a is not b for a, b in zip(entry[0], objs, strict=True)):
+        # Same ids, hence as many objects; each the very one held (map in C, no generator frame:
+        # this runs several times on every call).
+        if entry is None or not all(map(is_, entry[0], objs)):
             return None
         return entry[1]
 

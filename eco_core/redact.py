@@ -94,13 +94,17 @@ def remember_request_token(value: str | None) -> None:
         _refresh_views()
 
 
-@contextlib.contextmanager
-def call_secret(value: str | None) -> Iterator[None]:
+def call_secret(value: str | None) -> contextlib.AbstractContextManager[None]:
     """Masks `value` in whatever this call (this context) writes: its result, errors, log lines."""
-    if not _maskable(value):
-        yield
-        return
-    assert value is not None
+    # Most calls have no token to mask: one shared do-nothing context for them, not a generator.
+    return _masking(value) if value is not None and _maskable(value) else _NOTHING_TO_MASK
+
+
+_NOTHING_TO_MASK: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _masking(value: str) -> Iterator[None]:
     reset = _call_secrets.set((*_call_secrets.get(), value))
     try:
         yield
