@@ -84,27 +84,75 @@ def internal_error(spec_name: str) -> EcoError:
 # their tool marked as returned again (models.returned_again) are kept: most tools make a new
 # answer every call, and keeping those would only churn memory. Bounded by the texts' size too,
 # as a payload holds several times its text in Python objects.
-_kept_results: KeptByIdentity[tuple[dict[str, Any], str]] = KeptByIdentity(max_entries=64, max_weight=2 << 20)
+_kept_results: KeptByIdentity[tuple[dict[str, Any] | None, str]] = KeptByIdentity(max_entries=64, max_weight=2 << 20)
 
 
-def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> tuple[dict[str, Any], str | None]:
-    """The payload as sent (envelope completed, fitted to the byte budget) and its compact JSON
-    when the budget check already made it (None: not made yet)."""
+class _Answer:
+    """A successful call's payload as sent (envelope completed, fitted to the byte budget) and its
+    compact JSON. Over HTTP the reply is spliced from the text alone (mcp_gateway.splice), so
+    when the text is the output model's own dump the payload is made only if something asks for
+    it (stdio, masking, a trimmed page): `payload` None until then."""
+
+    __slots__ = ("out", "payload", "text")
+
+    def __init__(self, out: Envelope, payload: dict[str, Any] | None, text: str | None) -> None:
+        assert payload is not None or text is not None
+        self.out, self.payload, self.text = out, payload, text
+
+    def dumped(self) -> dict[str, Any]:
+        if self.payload is None:
+            self.payload = self.out.model_dump(mode="json", by_alias=True)
+        return self.payload
+
+    def encoded(self) -> str:
+        if self.text is None:
+            self.text = budget.encode(self.dumped())
+        return self.text
+
+
+def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> _Answer:
     plain = getattr(out, "_returned_again", False) and not (call.notes or call.token_header_ignored or acct.stale_served or acct.endpoints)
     kept = _kept_results.get(out, spec, call.cfg) if plain else None
     if kept is not None:
-        return kept
-    payload, text = _fitted(spec, args, out, call, acct)
-    if plain and text is not None:
-        _kept_results.put(out, spec, call.cfg, value=(payload, text), weight=len(text))
-        splice.keep_encoded(text)
-    return payload, text
+        return _Kept(out, spec, call.cfg, *kept)
+    answer = _fitted(spec, args, out, call, acct)
+    if plain and answer.text is not None:
+        _kept_results.put(out, spec, call.cfg, value=(answer.payload, answer.text), weight=len(answer.text))
+        splice.keep_encoded(answer.text)
+    return answer
 
 
-def _fitted(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> tuple[dict[str, Any], str | None]:
+class _Kept(_Answer):
+    """A kept result's answer: a payload made for it later is kept with it (stdio asks every time)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, out: Envelope, spec: ToolSpec, cfg: Any, payload: dict[str, Any] | None, text: str) -> None:
+        super().__init__(out, payload, text)
+        self.key = (spec, cfg)
+
+    def dumped(self) -> dict[str, Any]:
+        if self.payload is None:
+            payload = super().dumped()
+            assert self.text is not None
+            _kept_results.put(self.out, *self.key, value=(payload, self.text), weight=len(self.text))
+        return super().dumped()
+
+
+def _fitted(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> _Answer:
     if not isinstance(out, spec.output_model):
         # A handler returning anything else is a bug; validating a dict keeps it loud.
         out = spec.output_model.model_validate(out)
+    max_bytes = (call.cfg.limits.hard_max_result_bytes if getattr(spec, "fits_own_budget", False)
+                 else call.cfg.limits.max_result_bytes)
+    plain = not (call.notes or call.token_header_ignored or acct.stale_served or acct.endpoints)
+    if plain:
+        # The payload is exactly the model's dump: pydantic writes its JSON text (in Rust, a
+        # fraction of json.dumps' time on a big result, and the same text), and nearly every
+        # result fits, serialized once for the measure and the text content.
+        text = out.model_dump_json(by_alias=True)
+        if budget.encoded_size(text) <= max_bytes:
+            return _Answer(out, None, text)
     payload = out.model_dump(mode="json", by_alias=True)
     notes = payload["notes"]
     added = [n for n in call.notes if n not in notes]
@@ -123,14 +171,12 @@ def _fitted(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: A
     for endpoint in acct.endpoints:
         if endpoint not in payload["source"]["endpoints"]:
             payload["source"]["endpoints"].append(endpoint)
-    max_bytes = (call.cfg.limits.hard_max_result_bytes if getattr(spec, "fits_own_budget", False)
-                 else call.cfg.limits.max_result_bytes)
-    text = out.model_dump_json(by_alias=True) if as_dumped else budget.encode(payload)
-    if budget.encoded_size(text) <= max_bytes:
-        # Nearly every result: serialized once, for the measure and for the text content.
-        return payload, text
+    if not plain:  # else measured above, and too big
+        text = out.model_dump_json(by_alias=True) if as_dumped else budget.encode(payload)
+        if budget.encoded_size(text) <= max_bytes:
+            return _Answer(out, payload, text)
     fields = type(args).model_fields
-    return budget.fit(
+    return _Answer(out, budget.fit(
         payload,
         max_bytes=max_bytes,
         hard_max_bytes=call.cfg.limits.hard_max_result_bytes,
@@ -138,7 +184,7 @@ def _fitted(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: A
         tool=spec.name,
         arguments=args.model_dump(mode="json", exclude_defaults=True),
         offset_fields=[f for f in fields if f == "offset" or f.endswith("_offset")],
-    ), None
+    ), None)
 
 
 async def execute(
@@ -149,23 +195,57 @@ async def execute(
     token: str | None,
     extra_meta: dict[str, Any] | None = None,
 ) -> types.CallToolResult | types.InputRequiredResult:
+    result = await _run(spec, arguments, call, token=token, extra_meta=extra_meta, wire=False)
+    assert not isinstance(result, dict)
+    return result
+
+
+async def execute_for_reply(
+    spec: ToolSpec,
+    arguments: dict[str, Any] | None,
+    call: CallContext,
+    *,
+    token: str | None,
+    extra_meta: dict[str, Any] | None = None,
+) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+    """`execute` for a tools/call the SDK answers: inside an HTTP reply's splice scope a
+    successful result comes back in its wire form, its text and structured content as the
+    placeholders mcp_gateway.splice fills (the SDK validates that form for the protocol version
+    as it would the model's dump; mcp_gateway.server._wire). Everything else as `execute`."""
+    return await _run(spec, arguments, call, token=token, extra_meta=extra_meta, wire=True)
+
+
+async def _run(
+    spec: ToolSpec,
+    arguments: dict[str, Any] | None,
+    call: CallContext,
+    *,
+    token: str | None,
+    extra_meta: dict[str, Any] | None,
+    wire: bool,
+) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+    global _metrics
     # The call's token is masked in this call's own result, errors and log lines only: a
     # caller's header can never change what other callers' answers say.
     with redact.call_secret(token):
         started, result = time.perf_counter(), None
         try:
-            result = await _execute(spec, arguments, call, token=token, extra_meta=extra_meta)
+            result = await _execute(spec, arguments, call, token=token, extra_meta=extra_meta, wire=wire)
             return result
         finally:
-            # Imported by the first call, not to list tools (prometheus_client is ~0.03 s of a
-            # stdio server's start); a module already imported costs a dictionary lookup.
-            from eco_core import metrics
-
-            metrics.tool_call(spec.name, _outcome(result), time.perf_counter() - started)
+            if _metrics is None:
+                # Imported by the first call, not to list tools (prometheus_client is ~0.03 s of
+                # a stdio server's start).
+                from eco_core import metrics as _metrics
+            _metrics.tool_call(spec.name, _outcome(result), time.perf_counter() - started)
             acct = call.accounting
             if token and call.token_source == "request" and acct is not None and acct.requests:
                 # Honoured and used upstream: keep it out of log lines written after the call.
                 redact.remember_request_token(token)
+
+
+_metrics: Any = None
+RESULT_TYPE = types.CallToolResult.model_fields["result_type"].default
 
 
 async def _execute(
@@ -174,8 +254,9 @@ async def _execute(
     call: CallContext,
     *,
     token: str | None,
-    extra_meta: dict[str, Any] | None = None,
-) -> types.CallToolResult | types.InputRequiredResult:
+    extra_meta: dict[str, Any] | None,
+    wire: bool,
+) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
     with call_scope(token=token, token_source=call.token_source, deadline_s=call.cfg.eco.call_deadline_s) as acct:
         call.accounting = acct
         try:
@@ -195,7 +276,15 @@ async def _execute(
             out = await spec.handler(args, call)
             # A secret echoed back by an argument or an upstream text is masked in string values,
             # inside the error handling: masking can never surface as a protocol error.
-            payload, text = _scrubbed(*_finish(spec, args, out, call, acct))
+            answer = _scrubbed(_finish(spec, args, out, call, acct))
+            text = answer.encoded()
+            placeholders = splice.defer(text) if wire else None
+            if placeholders is not None:
+                # The same keys, in the same order, as server._wire gives a CallToolResult.
+                return {"content": [{"type": "text", "text": placeholders[0]}], "isError": False,
+                        "resultType": RESULT_TYPE, "structuredContent": placeholders[1],
+                        "_meta": _meta(acct, extra_meta)}
+            payload = answer.dumped()
         except InputNeeded as ask:
             if not call.can_ask:
                 return error_result(ask.fallback, _meta(acct, extra_meta))
@@ -227,18 +316,18 @@ def _capped(args: Any, max_limit: int, default_limit: int | None) -> Any:
     return capped
 
 
-def _scrubbed(payload: dict[str, Any], text: str | None) -> tuple[dict[str, Any], str]:
-    """The payload with secrets masked in its string values, and its compact JSON. The text made
-    for the budget is reused when masking cannot change anything: no secret occurs in it. A
-    string value appears in compact JSON verbatim unless it holds a quote, a backslash or a
-    control character, so that test is exact only for secrets free of those; any other secret
-    takes the walk."""
-    if text is not None:
+def _scrubbed(answer: _Answer) -> _Answer:
+    """The answer with secrets masked in its payload's string values. The text made for the budget
+    is reused when masking cannot change anything: no secret occurs in it. A string value
+    appears in compact JSON verbatim unless it holds a quote, a backslash or a control
+    character, so that test is exact only for secrets free of those; any other secret takes the
+    walk."""
+    if answer.text is not None:
         secrets = redact.known_secrets()  # every secret an answer could be masked for, and more
-        if not secrets or all(_verbatim_in_json(s) and s not in text for s in secrets):
-            return payload, text
-    payload = redact.scrub_values(payload)
-    return payload, budget.encode(payload)
+        if not secrets or all(_verbatim_in_json(s) and s not in answer.text for s in secrets):
+            return answer
+    payload = redact.scrub_values(answer.dumped())
+    return _Answer(answer.out, payload, budget.encode(payload))
 
 
 def _verbatim_in_json(s: str) -> bool:
@@ -257,10 +346,12 @@ def _input_required(ask: InputNeeded, meta: dict[str, Any]) -> types.InputRequir
     )
 
 
-def _outcome(result: types.CallToolResult | types.InputRequiredResult | None) -> str:
+def _outcome(result: types.CallToolResult | types.InputRequiredResult | dict[str, Any] | None) -> str:
     """The metrics label of a finished call: ok, input_required, the error code, or cancelled."""
     if result is None:
         return "cancelled"
+    if isinstance(result, dict):  # only a successful result comes in wire form
+        return "ok"
     if isinstance(result, types.InputRequiredResult):
         return "input_required"
     if not result.is_error:

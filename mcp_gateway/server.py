@@ -27,7 +27,7 @@ from eco_core.config import EcoConfig
 from mcp_gateway import prompts as prompt_specs
 from mcp_gateway import resources as resource_specs
 from mcp_gateway import splice
-from mcp_gateway.calls import execute
+from mcp_gateway.calls import execute_for_reply
 from mcp_gateway.context import CallContext
 from mcp_gateway.registry import Registry, default_registry
 from mcp_gateway.tokens import TokenChoice, choose_token
@@ -46,13 +46,18 @@ HOUR = 3600 * 1000
 DAY = 24 * HOUR
 
 
-def _wire(result: types.CallToolResult | types.InputRequiredResult) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+def _wire(
+    result: types.CallToolResult | types.InputRequiredResult | dict[str, Any],
+) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
     """A tool result in its wire form. The SDK dumps a returned model to a dict, then validates
     and dumps that dict again for the negotiated protocol version, then dumps the JSON-RPC reply:
     each pass walks the whole structured content. Ours is plain JSON already (it was dumped in
     JSON mode to measure the byte budget), so the first pass is done here without a walk; the
     SDK's own validation for the protocol version still runs on it. Anything but plain text
-    content (never made today) is left to the SDK."""
+    content (never made today) is left to the SDK. A dict is a result calls.execute_for_reply
+    already gave in this form, with the same keys."""
+    if isinstance(result, dict):
+        return result
     if not isinstance(result, types.CallToolResult) or not all(
             type(c) is types.TextContent and c.annotations is None and c.meta is None for c in result.content):
         return result
@@ -120,16 +125,20 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
             request_state=params.request_state,
             input_responses=_responses(params.input_responses),
         )
-        return _wire(await execute(
-            spec,
-            params.arguments,
-            call,
-            token=choice.token,
-            extra_meta={SERVER_INFO_META_KEY: server.server_info_stamp},
-        ))
+        return _wire(await execute_for_reply(spec, params.arguments, call, token=choice.token, extra_meta=stamp))
+
+    token_header = cfg.server.request_token_header.lower()
+    token_header_bytes = token_header.encode("latin-1")
 
     def _token_choice(ctx: ServerRequestContext[Any]) -> TokenChoice:
-        return choose_token(cfg, ctx.request.headers if http and ctx.request is not None else None)
+        request = ctx.request if http else None
+        if request is None:
+            return choose_token(cfg, None)
+        # The one header choose_token reads, as Starlette's Headers would find it (the first
+        # of that name; ASGI names are lower-case), without building Headers and scanning the
+        # whole list once per spelling choose_token tries.
+        sent = dict(reversed(request.scope.get("headers") or ())).get(token_header_bytes)
+        return choose_token(cfg, {} if sent is None else {token_header: sent.decode("latin-1")})
 
     def _read_scope(ctx: ServerRequestContext[Any]) -> resource_specs.ReadScope:
         """A template runs its tool as a tools/call would, with the caller's token choice."""
@@ -241,6 +250,12 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
         )
 
     server.add_request_handler("server/discover", types.RequestParams, discover)
+    # Every result's serverInfo stamp, made once: the SDK's own property deep-copies its dump on
+    # each access so that no caller can edit a later reply through it. Ours goes only into
+    # results' _meta, which the SDK validates and dumps into new objects before sending (as a
+    # dict _meta is copied: runner._dump_result, methods.serialize_server_result), and nothing
+    # writes into it.
+    stamp = {SERVER_INFO_META_KEY: server.server_info_stamp}
     return server
 
 

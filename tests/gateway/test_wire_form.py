@@ -41,3 +41,35 @@ def test_content_other_than_plain_text_is_left_to_the_sdk():
         type="text", text="x", annotations=types.Annotations(priority=0.5))])
     assert _wire(image) is image
     assert _wire(annotated) is annotated
+
+
+async def test_a_reply_scope_gets_the_wire_form_with_placeholders_that_fill_to_the_same_result():
+    """calls.execute_for_reply skips the model (and the payload's dump) inside an HTTP reply's
+    splice scope: once filled, the reply carries exactly what _wire(execute(...)) would."""
+    import json
+
+    from mcp_gateway import splice
+    from mcp_gateway.calls import execute_for_reply
+
+    call = CallContext(cfg=make_cfg(), transport="http", protocol_version="2026-07-28")
+    arguments = {"product_code": "DP1.10003.001", "start_date_month": "2024-01"}
+    meta = {"io.example/stamp": {"name": "x"}}
+    expected = _wire(await execute(echo_spec(), arguments, call, token=None, extra_meta=meta))
+    with splice.scope() as pending:
+        wire = await execute_for_reply(echo_spec(), arguments, call, token=None, extra_meta=meta)
+        assert isinstance(wire, dict) and list(wire) == list(expected)
+        assert isinstance(expected, dict) and set(wire["structuredContent"]) == {splice.KEY}
+        filled = json.loads(splice.fill(json.dumps({"result": wire}).encode(), pending))["result"]
+    assert not pending
+    expected["_meta"].pop("io.eco-mcp/upstream"), filled["_meta"].pop("io.eco-mcp/upstream")
+    assert filled == expected
+    assert filled["structuredContent"] == json.loads(filled["content"][0]["text"])
+
+
+async def test_outside_a_reply_scope_execute_for_reply_gives_the_model():
+    from mcp_gateway.calls import execute_for_reply
+
+    call = CallContext(cfg=make_cfg(), transport="stdio", protocol_version="2026-07-28")
+    result = await execute_for_reply(echo_spec(), {"product_code": "DP1.10003.001"}, call, token=None)
+    assert isinstance(result, types.CallToolResult) and not result.is_error
+    assert result.structured_content is not None and result.structured_content["productCode"] == "DP1.10003.001"
