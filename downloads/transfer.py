@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import hashlib
 import logging
 import os
@@ -24,7 +23,6 @@ import time
 import zipfile
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -40,7 +38,7 @@ from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from eco_core.wire import WireModel
 from upstream import context, mapping
-from upstream.bodies import SocketBody, body_chunks, socket_body
+from upstream.bodies import body_chunks
 from upstream.http import Call
 
 if TYPE_CHECKING:
@@ -104,19 +102,15 @@ class Progress:
     files_done: int = 0
     bytes: int = 0
     last: float = field(default_factory=time.monotonic)
-    # Transfer threads (SocketBody) add from beside the loop.
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, n: int) -> None:
-        with self.lock:
-            self.bytes += n
-            now = time.monotonic()
-            if now - self.last < PROGRESS_EVERY_S:
-                return
+        self.bytes += n
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_EVERY_S:
             self.last = now
             rate = self.bytes / max(now - self.started, 1e-6) / 1e6
-        log.info("download progress: %d/%d files, %d/%d bytes, %.1f MB/s", self.files_done, self.total_files,
-                 self.bytes, self.total_bytes, rate)
+            log.info("download progress: %d/%d files, %d/%d bytes, %.1f MB/s", self.files_done, self.total_files,
+                     self.bytes, self.total_bytes, rate)
 
 
 def _endpoint(url: str, cfg: EcoConfig) -> str:
@@ -152,7 +146,7 @@ def _identical(target: Path, item: Item) -> bool:
     return False
 
 
-def _write_all(fd: int, chunks: list[bytes | bytearray] | list[memoryview]) -> None:
+def _write_all(fd: int, chunks: list[bytes | bytearray]) -> None:
     """Every byte of `chunks`, in order, with as few system calls as the kernel allows."""
     writev = getattr(os, "writev", None)
     if writev is None:
@@ -337,28 +331,6 @@ class _Sink:
                 await self._job(lambda: self._put_and_close(chunks))
 
 
-_buffers = threading.local()
-# A socket read brings what has arrived (often 64-256 KiB on loopback); pieces gather to this
-# before one MD5 update and one write, each a GIL round trip.
-GATHER = 256 * 1024
-
-
-@functools.cache
-def _transfer_threads(width: int) -> ThreadPoolExecutor:
-    """Bodies read straight from their sockets (SocketBody): one thread per transfer slot, kept
-    for the process's next calls (a thread started per call would pay its start and a fresh
-    read buffer each time)."""
-    return ThreadPoolExecutor(width, thread_name_prefix="eco-transfer")
-
-
-def _thread_buffer() -> memoryview:
-    """This thread's read buffer, made once: a fresh 1 MiB per file costs 256 page faults."""
-    view = getattr(_buffers, "view", None)
-    if view is None:
-        view = _buffers.view = memoryview(bytearray(CHUNK))
-    return view
-
-
 class _Slot:
     """One transfer's hold on one of eco.max_concurrency transfer slots, given back as soon as its
     body has arrived: writing, hashing and renaming it need no connection."""
@@ -393,7 +365,6 @@ class Transfer:
         self.created: list[Path] = []
         self.present: set[Path] = set()
         self.lane = _Lane(min(cfg.eco.max_concurrency, os.cpu_count() or 1))
-        self.threads = _transfer_threads(cfg.eco.max_concurrency)
 
     def _mkdirs(self, directory: Path) -> None:
         """One mkdir per directory (its parents first when they are missing too), no stat."""
@@ -489,11 +460,6 @@ class Transfer:
                 size = 0
             limit = self.cfg.downloads.max_file_bytes
             self._mkdirs(target.parent)
-            body = socket_body(resp)
-            if body is not None:
-                size, digest = await body.run(
-                    lambda b: self._from_socket(b, item, part, target, resumed, h, size), self.threads)
-                return size, digest, resumed
             sink = _Sink(part, resumed, h, self.lane)
             progress = self.progress
             try:
@@ -520,29 +486,6 @@ class Transfer:
             raise mapping.from_transport(exc, endpoint=call.endpoint) from None
         finally:
             await resp.aclose()
-
-    def _from_socket(self, body: SocketBody, item: Item, part: Path, target: Path, append: bool,
-                     h: hashlib._Hash, size: int) -> tuple[int, str]:
-        """On a transfer thread: the body from its socket into the .part file and its MD5, then
-        the checks and the rename. Every step but a few lines of Python releases the GIL."""
-        limit, progress = self.cfg.downloads.max_file_bytes, self.progress
-        view = _thread_buffer()
-        fd = os.open(part, _APPEND if append else _CREATE, 0o666)
-        try:
-            while n := body.readinto(view, GATHER):
-                size += n
-                if size > limit:
-                    raise EcoError("download_limit_exceeded", f"{item.rel}: larger than {limit} bytes",
-                                   details={"path": str(item.rel), "maxFileBytes": limit})
-                piece = view[:n]
-                h.update(piece)
-                _write_all(fd, [piece])
-                progress.add(n)
-        finally:
-            os.close(fd)
-        digest = h.hexdigest()
-        self._finish(item, part, target, size, digest)
-        return size, digest
 
     def _finish(self, item: Item, part: Path, target: Path, size: int, digest: str) -> None:
         """On a worker thread, after the .part file is closed."""
