@@ -58,6 +58,5 @@ def _text(files: dict[str, dict[str, Any]]) -> str:
     return f'{{"version": {VERSION}, "files": {{\n{lines}\n}}}}\n'
 
 
-
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
