@@ -26,7 +26,7 @@ from eco_core.paging import cap_page_sizes
 from mcp_gateway import budget, request_state, splice
 from mcp_gateway.arguments import parse_arguments
 from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope
+from mcp_gateway.models import Envelope, is_returned_again
 from mcp_gateway.registry import ToolSpec
 from upstream.context import Accounting, call_scope
 
@@ -111,7 +111,7 @@ class _Answer:
 
 
 def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> _Answer:
-    plain = getattr(out, "_returned_again", False) and not (call.notes or call.token_header_ignored or acct.stale_served or acct.endpoints)
+    plain = is_returned_again(out) and not (call.notes or call.token_header_ignored or acct.stale_served or acct.endpoints)
     kept = _kept_results.get(out, spec, call.cfg) if plain else None
     if kept is not None:
         return _Kept(out, spec, call.cfg, *kept)

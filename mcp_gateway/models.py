@@ -8,16 +8,17 @@ because every agent loads the whole list into its context (limits.tools_list_max
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from eco_core.wire import Page, WireModel
 
 __all__ = [
     "JSON_SCHEMA_2020_12", "Envelope", "NextStep", "Page", "Source", "ToolInput", "WireModel", "input_schema",
-    "output_schema", "returned_again",
+    "is_returned_again", "output_schema", "returned_again",
 ]
 
 JSON_SCHEMA_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -55,10 +56,6 @@ class Source(WireModel):
 class Envelope(WireModel):
     """The common envelope of every successful result; tool outputs subclass it."""
 
-    # Set by `returned_again`: the tool hands out this very object again (a kept answer), so the
-    # gateway keeps its dump and text (calls._finish) instead of making them every call.
-    _returned_again: bool = PrivateAttr(default=False)
-
     resolved: dict[str, Any] = Field(default_factory=dict, description="How input names were resolved.")
     notes: list[str] = Field(default_factory=list)
     next_steps: list[NextStep] = Field(default_factory=list)
@@ -74,11 +71,30 @@ _INPUT_ONLY = ("default", "minimum", "maximum", "minLength", "maxLength", "minIt
 E = TypeVar("E", bound=Envelope)
 
 
+# Answers marked by `returned_again`, by id, each with a weak reference that drops its entry when
+# the answer goes (an id is reused only after that). Not a private attribute of the model: a
+# model with one runs pydantic's private-attribute set-up in Python on every construction, and
+# every tool builds its answer anew on most calls.
+_returned: dict[int, weakref.ref[Envelope]] = {}
+
+
 def returned_again(out: E) -> E:
     """Marks an answer its tool keeps and returns again, as this same object, for the same input
-    (it must never be changed after this); returns it."""
-    out._returned_again = True
+    (it must never be changed after this); returns it. The gateway then keeps its dump and text
+    (calls._finish) instead of making them every call."""
+    key = id(out)
+
+    def forget(ref: weakref.ref[Envelope]) -> None:
+        if _returned.get(key) is ref:
+            del _returned[key]
+
+    _returned[key] = weakref.ref(out, forget)
     return out
+
+
+def is_returned_again(out: object) -> bool:
+    ref = _returned.get(id(out))
+    return ref is not None and ref() is out
 
 
 def _compact(node: Any, *, output: bool) -> Any:

@@ -46,6 +46,12 @@ async def prewarm(cfg: EcoConfig) -> None:
 
 
 def upstream_client() -> UpstreamClient:
-    from upstream.client import get_client
+    global _get_client
+    if _get_client is None:
+        # Imported on first use (see prewarm); an import statement in the body cost every call
+        # the import machinery's look-up.
+        from upstream.client import get_client as _get_client
+    return _get_client()
 
-    return get_client()
+
+_get_client: Any = None
