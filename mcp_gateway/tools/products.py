@@ -8,11 +8,15 @@ from typing import Any, Literal
 from pydantic import Field
 
 from catalog.checks import DOMAIN_PATTERN
+from catalog.index import CatalogIndex
 from catalog.months import MONTH_PATTERN
 from catalog.products import ProductRecord, ProductSummary, product_detail, search_products
+from eco_core.config import EcoConfig
+from eco_core.kept import KeptByIdentity
 from mcp_gateway import ports
+from mcp_gateway.arguments import keepable
 from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
+from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput, returned_again
 from mcp_gateway.registry import ToolSpec
 from mcp_gateway.tools.catalog_access import catalog_index, catalog_source
 
@@ -144,9 +148,33 @@ def _product_steps(out: ProductRecord, resolved: dict[str, Any], args: GetProduc
     return steps
 
 
+# Catalog-only answers (no include, no release: the record, its resolution and next steps read
+# off the index alone) for the same input on the same index: such an answer depends on nothing
+# else, so the same object is returned again and the gateway reuses its dump and text
+# (calls._finish) instead of validating, dumping and encoding the record every call. Inputs are
+# kept per JSON text (mcp_gateway.arguments), so a repeated input is the same object. Only the
+# latest index's answers are held.
+_catalog_answers: KeptByIdentity[GetProductOutput] = KeptByIdentity(max_entries=256)
+
+
 async def get_product_tool(args: GetProductInput, call: CallContext) -> GetProductOutput:
     cfg = call.cfg
     idx = await catalog_index(cfg)
+    catalog_only = not args.include and args.release is None
+    if catalog_only:
+        kept = _catalog_answers.get(idx, args, cfg)
+        if kept is not None:
+            return kept
+    out = await _product_answer(idx, args, cfg)
+    if catalog_only and out.source.origin == "catalog" and keepable(args):
+        held = _catalog_answers.held()
+        if held and held[0][0] is not idx:  # an older index's answers: none can be asked for again
+            _catalog_answers.clear()
+        _catalog_answers.put(idx, args, cfg, value=returned_again(out))
+    return out
+
+
+async def _product_answer(idx: CatalogIndex, args: GetProductInput, cfg: EcoConfig) -> GetProductOutput:
     a = await product_detail(
         idx=idx, client=ports.upstream_client, base_url=cfg.eco.base_url, product=args.product,
         release=args.release, include=list(args.include), change_logs_limit=args.change_logs_limit,

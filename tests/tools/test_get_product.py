@@ -160,3 +160,33 @@ async def test_a_future_product_has_an_empty_availability_summary_and_no_rows(ru
                                     "siteMonths": 0, "byRelease": {}}
     avail = (await run_tool("eco_get_availability", {"product": future})).ok
     assert avail["rows"] == [] and avail["summary"]["rows"] == 0 and avail["page"]["nextOffset"] is None
+
+
+async def test_a_repeated_catalog_only_call_is_answered_by_the_same_object_and_the_same_result(run_tool, sim_cfg):
+    """Catalog-only answers are kept per index and input (the gateway then reuses their dump and
+    text); an answer that asked the upstream is never kept."""
+    from catalog.index import get_index
+    from mcp_gateway.arguments import parse_arguments
+    from mcp_gateway.context import CallContext
+    from mcp_gateway.models import is_returned_again
+    from mcp_gateway.registry import default_registry
+    from mcp_gateway.tools import products
+
+    spec = default_registry().get("eco_get_product")
+    assert spec is not None
+    first = await run_tool("eco_get_product", {"product": SOIL})
+    again = await run_tool("eco_get_product", {"product": SOIL})
+    assert again.ok == first.ok and again.requests == 0
+
+    def call() -> CallContext:
+        return CallContext(cfg=sim_cfg, transport="stdio", protocol_version="2026-07-28")
+
+    args = parse_arguments(spec, {"product": SOIL})
+    out = await products.get_product_tool(args, call())
+    assert out is await products.get_product_tool(args, call()) and is_returned_again(out)
+    held = products._catalog_answers.held()
+    assert all(entry[0] is get_index() for entry in held)
+    detailed = parse_arguments(spec, {"product": SOIL, "include": ["abstract"]})
+    one = await products.get_product_tool(detailed, call())
+    assert one is not await products.get_product_tool(detailed, call()) and not is_returned_again(one)
+    assert len(products._catalog_answers) == len(held)
