@@ -82,7 +82,7 @@ def _detail_steps(rec: PrototypeRecord, args: GetPrototypeInput, call: CallConte
     if rec.files_page and rec.files_page.next_offset is not None:
         steps.append(NextStep(tool="eco_get_prototype_dataset", arguments={
             "uuid": rec.uuid, "include": ["files"], "files_offset": rec.files_page.next_offset,
-            "include_urls": args.include_urls}, why="The next page of files."))
+            "files_limit": args.files_limit, "include_urls": args.include_urls}, why="The next page of files."))
     return steps
 
 

@@ -147,3 +147,18 @@ async def test_bad_inputs_are_invalid_argument_naming_the_field_before_any_reque
     out = await run_tool(TITLED, args)
     error_of(out, "invalid_argument", field)
     assert out.requests == 0
+
+
+async def test_the_next_page_of_files_keeps_the_callers_page_size_and_ends_at_the_total(run_tool, ds):
+    args = {"uuid": RECORDED_PROTO_UUID, "files_limit": 2, "include_urls": False}
+    names = []
+    for _ in range(5):
+        body = (await run_tool(TITLED, args)).ok
+        names += [f["fileName"] for f in body["files"]]
+        step = next((s for s in body["nextSteps"] if s["tool"] == TITLED), None)
+        if step is None:
+            break
+        assert step["arguments"]["files_offset"] == body["filesPage"]["nextOffset"]
+        args = step["arguments"]
+        assert args["files_limit"] == 2
+    assert names == [f["fileName"] for f in ds["_files"]]
