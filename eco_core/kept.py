@@ -48,6 +48,12 @@ class KeptByIdentity(Generic[V]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def oldest(self) -> tuple[object, ...] | None:
+        """The objects of the oldest entry (None when empty), without listing every entry."""
+        for entry in self._entries.values():
+            return entry[0]
+        return None
+
     def held(self) -> list[tuple[object, ...]]:
         """The objects of every entry, oldest first."""
         return [entry[0] for entry in self._entries.values()]

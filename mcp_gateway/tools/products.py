@@ -81,8 +81,8 @@ async def search_products_tool(args: SearchProductsInput, call: CallContext) -> 
         return kept
     out = _search_products_answer(idx, args, call)
     if keepable(args):
-        held = _search_answers.held()
-        if held and held[0][0] is not idx:  # an older index's answers: none can be asked for again
+        oldest = _search_answers.oldest()
+        if oldest is not None and oldest[0] is not idx:  # an older index's answers: none can be asked for again
             _search_answers.clear()
         _search_answers.put(idx, args, call.cfg, value=returned_again(out))
     return out
@@ -190,8 +190,8 @@ async def get_product_tool(args: GetProductInput, call: CallContext) -> GetProdu
             return kept
     out = await _product_answer(idx, args, cfg)
     if catalog_only and out.source.origin == "catalog" and keepable(args):
-        held = _catalog_answers.held()
-        if held and held[0][0] is not idx:  # an older index's answers: none can be asked for again
+        oldest = _catalog_answers.oldest()
+        if oldest is not None and oldest[0] is not idx:  # an older index's answers: none can be asked for again
             _catalog_answers.clear()
         _catalog_answers.put(idx, args, cfg, value=returned_again(out))
     return out

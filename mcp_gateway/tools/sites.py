@@ -73,8 +73,8 @@ async def search_sites_tool(args: SearchSitesInput, call: CallContext) -> Search
         return kept
     out = await _search_sites_answer(idx, args, call)
     if out.source.origin == "catalog" and keepable(args):
-        held = _search_answers.held()
-        if held and held[0][0] is not idx:  # an older index's answers: none can be asked for again
+        oldest = _search_answers.oldest()
+        if oldest is not None and oldest[0] is not idx:  # an older index's answers: none can be asked for again
             _search_answers.clear()
         _search_answers.put(idx, args, cfg, value=returned_again(out))
     return out

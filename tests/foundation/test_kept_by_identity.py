@@ -52,3 +52,16 @@ def test_putting_the_same_objects_again_replaces_the_value_and_its_weight():
     kept.clear()
     assert kept.get(o) is None and kept.weight == 0 and kept.held() == []
 
+
+
+def test_oldest_is_the_first_held_entry_or_none():
+    from eco_core.kept import KeptByIdentity
+
+    kept: KeptByIdentity[int] = KeptByIdentity(max_entries=2)
+    assert kept.oldest() is None
+    a, b, c = object(), object(), object()
+    kept.put(a, value=1)
+    kept.put(b, value=2)
+    assert kept.oldest() == (a,) == kept.held()[0]
+    kept.put(c, value=3)
+    assert kept.oldest() == (b,) == kept.held()[0]
