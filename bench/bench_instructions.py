@@ -72,7 +72,10 @@ not seen on this index) is 6.04M: its read, its model and its dumps; the figure 
 repeat, as the benchmark's rotation of two argument sets makes every call after the first two.
 
 Later still (issue 19, helper-49, 2026-11-24; 60 calls each; "before" is 081f630's tree,
-"after" 37a9a1a; every case's own commit message gives its step):
+"after" 37a9a1a; every case's own commit message gives its step). The lead then took the two
+searches' kept answers out again (see below): the tree as left measures eco_ping 1,983,668,
+eco_search_products 2,247,989 (-8.3 %, x bare 0.75), eco_search_sites 2,170,677 (-9.0 %,
+0.77), eco_get_product 1,935,020, eco_get_availability 2,064,771:
 
     case                     before      after   change   x bare (after)
     bare SDK ping         1,674,106  1,676,692        -     1.00
@@ -87,9 +90,12 @@ from the text), the serverInfo stamp is made once per server, the token header i
 from the raw headers, returned-again answers are marked without a pydantic private attribute,
 KeptByIdentity.get has no generator, a call without a token enters no generator context
 (ping 2.11M -> 1.98M). Repeated inputs: eco_get_product keeps its catalog-only answers per
-index and input, the two searches keep theirs while the index age they state (whole seconds)
-is unchanged; all three are then returned again as the same object, so their text and its
-encoding are reused. The benchmark's rotating argument sets are the best case for that: a
+index and input, as eco_get_availability does, and returns them again as the same object, so
+their text and its encoding are reused. The two searches kept theirs too for a while (428b8a2),
+but only while the index age they state (whole seconds) was unchanged: a cache that lives one
+second serves a benchmark that repeats its queries a thousand times a second, not agents, and
+made every never-seen search slower; it was taken out. The benchmark's rotating argument sets
+are the best case for kept answers: a
 never-seen input (its own limit or offset on each call, measured over bench_instructions._call
 with a region toggle) costs search_products 2.45M before -> 2.54M after and get_product 2.39M
 -> 2.50M: the answer is kept, its text encoded ahead (splice.keep_encoded) and older entries

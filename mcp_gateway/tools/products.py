@@ -64,31 +64,8 @@ def _search_steps(args: SearchProductsInput, items: list[ProductSummary], pg: Pa
     return steps
 
 
-# Whole answers for the same input on the same index, while the index's age in whole seconds
-# (which the answer states) has not moved: the matches are already kept per index
-# (catalog.search_common.KeptSearches), and building, validating, dumping and encoding the same
-# page again was most of a repeated search's own cost. Returned again as the same object, so
-# the gateway reuses its text and encoding too (calls._finish). Inputs are kept per JSON text
-# (mcp_gateway.arguments), so a repeated input is the same object. Only the latest index's
-# answers are held, one per input.
-_search_answers: KeptByIdentity[SearchProductsOutput] = KeptByIdentity(max_entries=64)
-
-
 async def search_products_tool(args: SearchProductsInput, call: CallContext) -> SearchProductsOutput:
     idx = await catalog_index(call.cfg)
-    kept = _search_answers.get(idx, args, call.cfg)
-    if kept is not None and kept.index_age_seconds == idx.age_of("products"):
-        return kept
-    out = _search_products_answer(idx, args, call)
-    if keepable(args):
-        oldest = _search_answers.oldest()
-        if oldest is not None and oldest[0] is not idx:  # an older index's answers: none can be asked for again
-            _search_answers.clear()
-        _search_answers.put(idx, args, call.cfg, value=returned_again(out))
-    return out
-
-
-def _search_products_answer(idx: CatalogIndex, args: SearchProductsInput, call: CallContext) -> SearchProductsOutput:
     # The index is in memory and the search never touches the database: it runs on the loop, as a
     # hop to the catalog-read pool and back costs more than the search (see catalog_index).
     r = search_products(

@@ -8,14 +8,11 @@ from typing import Literal
 from pydantic import Field
 
 from catalog.checks import DOMAIN_PATTERN
-from catalog.index import CatalogIndex
 from catalog.sites import SiteRecord, SiteSummary, search_sites, site_detail, with_elevations
-from eco_core.kept import KeptByIdentity
 from eco_core.paging import DefaultLimit
 from mcp_gateway import ports
-from mcp_gateway.arguments import keepable
 from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput, returned_again
+from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
 from mcp_gateway.tools.catalog_access import catalog_index
 
@@ -59,29 +56,9 @@ def _steps(args: SearchSitesInput, items: list[SiteSummary], pg: Page, product: 
     return steps
 
 
-# Whole answers read off the index alone (no elevations) for the same input on the same index,
-# while the index's age in whole seconds (which the answer states) has not moved: see
-# eco_search_products' kept answers (mcp_gateway.tools.products).
-_search_answers: KeptByIdentity[SearchSitesOutput] = KeptByIdentity(max_entries=64)
-
-
 async def search_sites_tool(args: SearchSitesInput, call: CallContext) -> SearchSitesOutput:
     cfg = call.cfg
     idx = await catalog_index(cfg)
-    kept = _search_answers.get(idx, args, cfg)
-    if kept is not None and kept.index_age_seconds == idx.age_of("sites"):
-        return kept
-    out = await _search_sites_answer(idx, args, call)
-    if out.source.origin == "catalog" and keepable(args):
-        oldest = _search_answers.oldest()
-        if oldest is not None and oldest[0] is not idx:  # an older index's answers: none can be asked for again
-            _search_answers.clear()
-        _search_answers.put(idx, args, cfg, value=returned_again(out))
-    return out
-
-
-async def _search_sites_answer(idx: CatalogIndex, args: SearchSitesInput, call: CallContext) -> SearchSitesOutput:
-    cfg = call.cfg
     # In memory, on the loop: see eco_search_products.
     r = search_sites(
         query=args.query, domain_code=args.domain_code, state_code=args.state_code,

@@ -84,8 +84,8 @@ async def test_the_gateway_keeps_the_dump_of_a_kept_answer_and_of_no_fresh_one(r
     availability._answers.clear()
     calls._kept_results.clear()
     for _ in range(2):
-        await run_tool("eco_get_site", {"site": "HARV"})
-    assert len(calls._kept_results) == 0  # a site record is new every call: nothing to reuse
+        await run_tool("eco_search_products", {"query": "soil temperature"})
+    assert len(calls._kept_results) == 0  # a search's answer is new every call: nothing to reuse
     first = await run_tool("eco_get_availability", {"product": SOIL})
     again = await run_tool("eco_get_availability", {"product": SOIL})
     assert len(calls._kept_results) == 1

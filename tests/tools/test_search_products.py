@@ -132,36 +132,3 @@ async def test_unknown_site_code_gives_not_found_and_ambiguous_name_gives_candid
     error_of(await run_tool("eco_search_products", {"site": "ZZZZ"}), "not_found", "site")
     err = error_of(await run_tool("eco_search_products", {"site": "Creek"}), "ambiguous_input", "site")
     assert len(err["details"]["candidates"]) > 1
-
-
-async def test_a_repeated_search_is_the_same_answer_until_the_index_age_it_states_moves(run_tool, sim_cfg, monkeypatch):
-    """Search answers are kept per index and input while their indexAgeSeconds still holds (the
-    gateway then reuses their dump and text); an older age is never served."""
-    from catalog.index import CatalogIndex
-    from mcp_gateway.arguments import parse_arguments
-    from mcp_gateway.context import CallContext
-    from mcp_gateway.models import is_returned_again
-    from mcp_gateway.registry import default_registry
-    from mcp_gateway.tools import products, sites
-
-    first = await run_tool("eco_search_products", {"query": "soil temperature", "limit": 5})
-    assert (await run_tool("eco_search_products", {"query": "soil temperature", "limit": 5})).ok == first.ok
-
-    def call() -> CallContext:
-        return CallContext(cfg=sim_cfg, transport="stdio", protocol_version="2026-07-28")
-
-    for tool, module, arguments in (("eco_search_products", products, {"query": "soil temperature"}),
-                                    ("eco_search_sites", sites, {"query": "forest"})):
-        spec = default_registry().get(tool)
-        assert spec is not None
-        args = parse_arguments(spec, arguments)
-        out = await spec.handler(args, call())
-        assert out is await spec.handler(args, call()) and is_returned_again(out)
-        age = out.index_age_seconds
-        assert age is not None
-        with monkeypatch.context() as m:
-            m.setattr(CatalogIndex, "age_of", lambda self, catalog, later_age=age + 1: later_age)
-            later = await spec.handler(args, call())
-        assert later is not out and later.index_age_seconds == age + 1
-        assert later.model_dump(exclude={"index_age_seconds"}) == out.model_dump(exclude={"index_age_seconds"})
-        assert len(module._search_answers) <= 64
