@@ -140,6 +140,7 @@ def _product_steps(out: ProductRecord, resolved: dict[str, Any], args: GetProduc
         if pg and pg.next_offset is not None:
             steps.append(NextStep(tool="eco_get_product", arguments={
                 "product": code, "include": [key], f"{key}_offset": pg.next_offset,
+                f"{key}_limit": getattr(args, f"{key}_limit"),
                 **({"release": resolved["release"]["release"]} if args.release else {})},
                 why=f"The next page of {key.replace('_', ' ')}."))
     if not args.include:

@@ -80,12 +80,18 @@ async def test_specs_list_the_documents(run_tool, sim):
 async def test_change_logs_are_newest_first_and_page_to_the_end(run_tool, sim):
     code = next(c for c, p in sim.world.products.items() if len(p["changeLogs"]) == 3)
     expected = sorted(sim.world.products[code]["changeLogs"], key=lambda c: c["issueDate"], reverse=True)
-    seen, offset = [], 0
-    while offset is not None:
-        body = (await run_tool("eco_get_product", {"product": code, "include": ["change_logs"],
-                                                   "change_logs_limit": 2, "change_logs_offset": offset})).ok
+    seen, args = [], {"product": code, "include": ["change_logs"], "change_logs_limit": 2}
+    while args is not None:  # following the answer's own next step, as an agent does
+        body = (await run_tool("eco_get_product", args)).ok
         seen += body["changeLogs"]
-        offset = body["changeLogsPage"]["nextOffset"]
+        assert len(body["changeLogs"]) <= 2
+        step = next((s for s in body["nextSteps"] if s["tool"] == "eco_get_product"
+                     and "change_logs_offset" in s["arguments"]), None)
+        assert (step is None) == (body["changeLogsPage"]["nextOffset"] is None)
+        args = step and step["arguments"]
+        if args:
+            assert args["change_logs_offset"] == body["changeLogsPage"]["nextOffset"]
+            assert args["change_logs_limit"] == 2  # the caller's page size, not the default
     assert [c["id"] for c in seen] == [c["id"] for c in expected]
     assert seen[0]["issue"] == expected[0]["issue"] and body["changeLogsPage"]["total"] == 3
 
