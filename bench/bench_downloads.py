@@ -144,6 +144,32 @@ time went, measured in process (py-spy, cProfile on thread CPU time, strace -c, 
   the gateway's result (~5 ms), the rate-limit bookkeeping for signed storage URLs (storage URLs
   already skip the bucket; the rest is lost in the 2-3 ms of loop-thread CPU a request costs on
   this VM, mostly in system calls, which raw pays alike).
+Session of 2026-11-24 (lead; before = 081f630): the call is CPU-bound on this 2-core box, and
+moving its work between threads does not shrink it.
+  - Tried and dropped: each body of known length read, hashed and written on a worker thread
+    straight from a dup of its socket (MSG_WAITALL, SO_RCVLOWAT; one GIL round trip per MiB; the
+    loop only sent requests). Interleaved runs (--rounds 4, other engineers' processes paused),
+    eco-files/raw medians: before 63 / 65 / 55 %, with it 52 / 62 / 58 %. Nor did anything that
+    re-orders the same work: transfer threads at nice 10 / 19, SCHED_IDLE or pinned off the
+    loop's core, switch intervals of 0.1 / 0.5 / 5 ms, 8 transfer slots instead of 4 (in pairs
+    of 6 calls each: no difference beyond the noise).
+  - What it costs, by experiment (that tree, pairs of 6 calls): skipping MD5 alone left eco at
+    0.18-0.32 s; skipping MD5 and the writes 0.16-0.20 s (raw 0.14): the required work (every
+    byte verified and on disk) is ~0.1 s of CPU beside the loop's ~0.15 s and the simulator's
+    ~0.06 s, on two cores.
+  - Kept: httpcore's pool asks every idle connection before each request whether the peer closed
+    it, and through anyio each answer built the whole attribute dict (getpeername included):
+    _WideStream now answers from the remembered socket; the client keeps no cookies (a
+    cookie-jar pass over every response, and no cookie of one caller rides on another's
+    request); the manifest is written one file per line by json's C encoder. Loop thread,
+    callgrind, one call: 567 M -> 490 M instructions (all threads ~1.05 G -> ~0.98 G).
+  - Closing runs, quiet box (load average 0.9-1.1, nothing else running), --rounds 5, this tree
+    (5a7183c) and 081f630 alternately in one window:
+        this tree   eco 0.19 / 0.20 / 0.22 s, raw 0.13 / 0.13 / 0.13 s: 68 / 66 / 61 % best vs
+                    best, rounds' medians 68 / 67 / 61 % (every round 55-71 %)
+        081f630     eco 0.21 / 0.22 s, raw 0.13 / 0.14 s: 61 / 61 %, medians 62 / 61 %
+    Every MD5 verified, one listing request a call, eco zips vs neonutilities 4.7x. The goal
+    (80 %) is still NOT met.
 """
 
 from __future__ import annotations

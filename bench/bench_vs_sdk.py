@@ -32,6 +32,30 @@ Goals (issue 19): eco_ping >= 70 % of bare calls/s; catalog-served tools >= 60 %
 >= 40 %; p99 of catalog tools <= 2x bare; stdio tools/list <= 1.3x bare; first search <= 1.5 s
 from spawn; one HTTP worker <= 150 MB with the catalog warm, no growth over the soak.
 
+Closing runs of 2026-11-24, third session (tree 5a7183c, all twenty tools; quiet box, load
+average 0.4-1.1, nothing else running; `--seconds 8 --rounds 3 --spawns 5`; the bare server made
+1,993-2,403 calls/s):
+
+    case                     calls/s (3 rounds)        ratio (3 rounds)     p99 x bare        goal  met
+    eco_ping                 1,904 / 1,879 / 1,835     0.81 / 0.83 / 0.81   0.18/0.18/0.20    0.70  yes, every round
+    eco_search_products      1,683 / 1,455 / 1,643     0.73 / 0.65 / 0.70   0.15/0.23/0.23    0.60  yes, every round
+    eco_search_sites         1,706 / 1,542 / 1,698     0.75 / 0.69 / 0.73   0.15/0.22/0.19    0.60  yes, every round
+    eco_get_product          1,879 / 1,970 / 1,888     0.88 / 0.85 / 0.87   0.15/0.15/0.20    0.60  yes, every round
+    eco_get_availability     1,807 / 1,866 / 1,497     0.85 / 0.84 / 0.68   0.14/0.14/0.27    0.40  yes, every round
+    stdio first tools/list: bare 0.550 s, eco 0.571 s (x1.04; goal 1.3x: met); first
+    eco_search_products from spawn, warm database: 0.83 s (goal 1.5 s: met).
+    resident memory, one HTTP worker, catalog warm: 140.7 MB (bare 67.1; goal 150 MB: met).
+    `--only soak --soak-calls 100000`: 113,461 calls, all successful, 139.7 -> 140.7 (65,113
+    calls) -> 141.1 MB; `--soak-calls 200000`: 208,847 calls, 139.4 -> 141.3 (111,493 calls) ->
+    141.7 MB, the second ~100,000 calls adding 0.4 MB and the last five 10 s chunks 141.5, 141.5,
+    141.6, 141.6, 141.7 (the bounded kept stores filling, then level).
+    What changed (instructions a call, bench_instructions, 60 calls, against 081f630): ping 2.11M ->
+    1.98M, search_products 2.45M -> 2.25M, search_sites 2.39M -> 2.17M, get_product 2.54M -> 1.94M
+    (kept catalog-only answers, as availability's; a never-seen input 2.39M -> 2.50M),
+    availability 2.06M; see bench_instructions' docstring for each step. The previous session's
+    round with every eco case 10-20 % down was not seen again in these three rounds; its cause
+    was not found.
+
 Closing runs of 2026-11-24, later session (trees 547b534 and d74be16, all twenty tools; quiet box,
 load average 0.9-1.9, nothing else running; 8 s per case; three rounds in two runs; the bare
 server made 1,862-2,415 calls/s):
