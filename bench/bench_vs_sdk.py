@@ -49,6 +49,10 @@ average 0.4-1.1, nothing else running; `--seconds 8 --rounds 3 --spawns 5`; the 
     calls) -> 141.1 MB; `--soak-calls 200000`: 208,847 calls, 139.4 -> 141.3 (111,493 calls) ->
     141.7 MB, the second ~100,000 calls adding 0.4 MB and the last five 10 s chunks 141.5, 141.5,
     141.6, 141.6, 141.7 (the bounded kept stores filling, then level).
+    Three more rounds, same tree and box, one run later (bare 2,125-2,459 calls/s): ping 0.78 /
+    0.77 / 0.81, search_products 0.74 / 0.72 / 0.67, search_sites 0.76 / 0.73 / 0.74, get_product
+    0.76 / 0.85 / 0.79, availability 0.81 / 0.82 / 0.82, p99 0.16-0.23x; stdio tools/list x1.03,
+    first search 0.78 s; warm RSS 140.4 MB. Every goal met in all six rounds.
     What changed (instructions a call, bench_instructions, 60 calls, against 081f630): ping 2.11M ->
     1.98M, search_products 2.45M -> 2.25M, search_sites 2.39M -> 2.17M, get_product 2.54M -> 1.94M
     (kept catalog-only answers, as availability's; a never-seen input 2.39M -> 2.50M),
