@@ -41,6 +41,15 @@ class KeptByIdentity(Generic[V]):
         self._entries[key] = (objs, value, weight)
         self.weight += weight
 
+    def put_latest(self, first: object, *rest: object, value: V, weight: int = 0) -> None:
+        """`put`, holding entries of one `first` object at a time (a catalog index): those kept
+        under an older one can never be asked for again, and go first. All entries share one
+        first object, so the oldest entry tells."""
+        oldest = self.oldest()
+        if oldest is not None and oldest[0] is not first:
+            self.clear()
+        self.put(first, *rest, value=value, weight=weight)
+
     def clear(self) -> None:
         self._entries.clear()
         self.weight = 0

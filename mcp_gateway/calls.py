@@ -111,7 +111,7 @@ class _Answer:
 
 
 def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> _Answer:
-    plain = is_returned_again(out) and not (call.notes or call.token_header_ignored or acct.stale_served or acct.endpoints)
+    plain = is_returned_again(out) and _adds_nothing(call, acct)
     kept = _kept_results.get(out, spec, call.cfg) if plain else None
     if kept is not None:
         return _Kept(out, spec, call.cfg, *kept)
@@ -120,6 +120,11 @@ def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: A
         _kept_results.put(out, spec, call.cfg, value=(answer.payload, answer.text), weight=len(answer.text))
         splice.keep_encoded(answer.text)
     return answer
+
+
+def _adds_nothing(call: CallContext, acct: Accounting) -> bool:
+    """The call adds nothing of its own to the envelope: its payload is the model's dump."""
+    return not (call.notes or call.token_header_ignored or acct.stale_served or acct.endpoints)
 
 
 class _Kept(_Answer):
@@ -145,7 +150,7 @@ def _fitted(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: A
         out = spec.output_model.model_validate(out)
     max_bytes = (call.cfg.limits.hard_max_result_bytes if getattr(spec, "fits_own_budget", False)
                  else call.cfg.limits.max_result_bytes)
-    plain = not (call.notes or call.token_header_ignored or acct.stale_served or acct.endpoints)
+    plain = _adds_nothing(call, acct)
     if plain:
         # The payload is exactly the model's dump: pydantic writes its JSON text (in Rust, a
         # fraction of json.dumps' time on a big result, and the same text), and nearly every

@@ -81,10 +81,7 @@ async def get_availability_tool(args: AvailabilityInput, call: CallContext) -> A
         return kept
     out, from_index = await _answer(idx, args, call)
     if from_index and keepable(args):
-        held = _answers.held()
-        if held and held[0][0] is not idx:  # an older index's answers: none can be asked for again
-            _answers.clear()
-        _answers.put(idx, args, call.cfg, value=returned_again(out), weight=len(out.rows))
+        _answers.put_latest(idx, args, call.cfg, value=returned_again(out), weight=len(out.rows))
     return out
 
 

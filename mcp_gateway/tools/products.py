@@ -168,10 +168,7 @@ async def get_product_tool(args: GetProductInput, call: CallContext) -> GetProdu
             return kept
     out = await _product_answer(idx, args, cfg)
     if catalog_only and out.source.origin == "catalog" and keepable(args):
-        oldest = _catalog_answers.oldest()
-        if oldest is not None and oldest[0] is not idx:  # an older index's answers: none can be asked for again
-            _catalog_answers.clear()
-        _catalog_answers.put(idx, args, cfg, value=returned_again(out))
+        _catalog_answers.put_latest(idx, args, cfg, value=returned_again(out))
     return out
 
 

@@ -65,3 +65,14 @@ def test_oldest_is_the_first_held_entry_or_none():
     assert kept.oldest() == (a,) == kept.held()[0]
     kept.put(c, value=3)
     assert kept.oldest() == (b,) == kept.held()[0]
+
+
+def test_put_latest_drops_the_entries_kept_under_an_older_first_object():
+    kept: KeptByIdentity[int] = KeptByIdentity(max_entries=8)
+    old_index, new_index, a, b = object(), object(), object(), object()
+    kept.put_latest(old_index, a, value=1)
+    kept.put_latest(old_index, b, value=2)
+    assert len(kept) == 2
+    kept.put_latest(new_index, a, value=3)
+    assert kept.get(old_index, a) is None and kept.get(old_index, b) is None
+    assert kept.get(new_index, a) == 3 and len(kept) == 1
