@@ -348,7 +348,7 @@ READ_BYTES = 1 << 20
 
 class _NoCookies(httpx.Cookies):
     def extract_cookies(self, response: httpx.Response) -> None:
-        pass
+        pass  # a Set-Cookie header is never kept: see _CookielessClient
 
 
 class _CookielessClient(httpx.AsyncClient):
@@ -362,7 +362,7 @@ class _CookielessClient(httpx.AsyncClient):
 
     @cookies.setter
     def cookies(self, cookies: Any) -> None:
-        pass
+        pass  # httpx's constructor assigns its `cookies` argument: nothing is kept from it either
 
 
 _NO_COOKIES = _NoCookies()
