@@ -36,12 +36,14 @@ from urllib.parse import urljoin, urlsplit
 import httpcore
 import httpcore._utils
 import httpx
+from yarl import URL as FileURL
 
 from eco_core import __version__, metrics
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from eco_core.redact import register_secret, token_hash
 from upstream import context, mapping
+from upstream.file_transport import FileWire
 from upstream.ratelimit import Buckets, Budget, Headroom, budget_for, retry_after_from
 
 log = logging.getLogger("eco.upstream")
@@ -105,8 +107,12 @@ class UpstreamHttp:
         self.requests_sent = 0
         limits = httpx.Limits(max_connections=cfg.eco.max_concurrency + 2,
                               max_keepalive_connections=cfg.eco.max_concurrency)
+        wide = _wide_read_transport(limits) if transport is None else None
+        # Streamed downloads go over FileWire where httpx would use its own pool; an injected
+        # transport (tests) or a proxy setting keeps them on httpx with everything else.
+        self._files = FileWire(limits, _ssl_context()) if wide is not None else None
         self._client = _CookielessClient(
-            transport=transport if transport is not None else _wide_read_transport(limits),
+            transport=transport if transport is not None else wide,
             verify=_ssl_context(),
             follow_redirects=False,
             headers={"User-Agent": user_agent(cfg), "Accept": "application/json"},
@@ -115,7 +121,11 @@ class UpstreamHttp:
         )
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        try:
+            if self._files is not None:
+                await self._files.aclose()
+        finally:
+            await self._client.aclose()
 
     @property
     def closed(self) -> bool:
@@ -153,8 +163,9 @@ class UpstreamHttp:
             return None
         return token if self.cfg.token_for_public_endpoints else None
 
-    def _is_upstream(self, url: httpx.URL) -> bool:
-        return (url.scheme, url.netloc.decode().lower()) in self._upstream_origins
+    def _is_upstream(self, url: httpx.URL | FileURL) -> bool:
+        netloc = url.netloc.decode() if isinstance(url, httpx.URL) else url.raw_authority
+        return (url.scheme, netloc.lower()) in self._upstream_origins
 
     # ------------------------------------------------------------------ request
     async def request(self, call: Call, *, token: str | None = None, stream: bool = False) -> httpx.Response:
@@ -244,22 +255,31 @@ class UpstreamHttp:
             ) from None
 
     async def _send(self, call: Call, token: str | None, *, stream: bool) -> httpx.Response:
-        url = httpx.URL(call.url)
+        # Every hop's host is vetted by the parse of the wire that connects to it.
+        files = self._files if stream and call.kind == "download" and not call.params else None
+        parse: Callable[[str], httpx.URL | FileURL] = httpx.URL if files is None else files.url
+        url = parse(call.url)
         method, params, body = call.method, _params(call.params), call.json
         for _ in range(MAX_REDIRECTS + 1):
-            if call.host_allowed is not None and not call.host_allowed(url.host):
-                raise EcoError("download_denied", f"{call.endpoint}: host {url.host} is not on the download allow-list",
-                               details={"host": url.host, "endpoint": call.endpoint})
+            host = url.host or ""
+            if call.host_allowed is not None and not call.host_allowed(host):
+                raise EcoError("download_denied", f"{call.endpoint}: host {host} is not on the download allow-list",
+                               details={"host": host, "endpoint": call.endpoint})
             headers = dict(call.headers)
             if token and self._is_upstream(url):
                 headers[TOKEN_HEADER] = token
-            request = self._client.build_request(method, url, params=params, json=body, headers=headers,
-                                                 timeout=self.timeout(call.kind))
+            timeout = self.timeout(call.kind)
             started = self._clock()
             # Counted before it is sent: an attempt that times out or is reset cost the upstream too.
             self._account(call)
             try:
-                resp = await self._client.send(request, stream=stream)
+                if isinstance(url, httpx.URL):
+                    request = self._client.build_request(method, url, params=params, json=body, headers=headers,
+                                                         timeout=timeout)
+                    resp = await self._client.send(request, stream=stream)
+                else:
+                    assert files is not None
+                    resp = await files.send(method, url, {**self._client.headers, **headers}, timeout)
             except httpx.HTTPError:
                 metrics.upstream_request(call.endpoint, "transport_error", kind=call.kind)
                 raise
@@ -272,8 +292,8 @@ class UpstreamHttp:
             if stream:
                 await resp.aclose()
             # The next hop carries its own query (if any); a 303 turns into a GET.
-            url = httpx.URL(urljoin(str(resp.url), location))
-            if call.host_allowed is None and call.kind != "download" and url.host.lower() not in self._upstream_hosts:
+            url = parse(urljoin(str(resp.url) if isinstance(url, httpx.URL) else str(url), location))
+            if call.host_allowed is None and call.kind != "download" and (url.host or "").lower() not in self._upstream_hosts:
                 # An API answer comes from the API: a hop elsewhere could serve anything as NEON's
                 # reply. Downloads go to storage hosts, vetted by their allow-list above.
                 raise EcoError("upstream_error",
