@@ -89,8 +89,13 @@ class FileWire:
 
     @staticmethod
     def url(text: str) -> URL:
-        """`text` as this wire parses it, to vet its host: the same parse it connects by."""
-        return URL(text, encoded=True)
+        """`text` as this wire parses it, to vet its host: the same parse it connects by. A
+        signed URL is sent exactly as NEON wrote it (re-quoting would change what was signed);
+        one with characters a request line cannot carry is quoted, as httpx would, and one with
+        control characters is refused, as httpx refuses it."""
+        if not text.isprintable():
+            raise httpx.InvalidURL("Invalid non-printable character in URL")
+        return URL(text, encoded=text.isascii() and " " not in text)
 
     def _files(self) -> aiohttp.ClientSession:
         # Made on first use: an aiohttp session belongs to the event loop it was made on.

@@ -11,33 +11,15 @@ import os
 import httpx
 import pytest
 
+from tests.upstream.bare_http import serve
 from upstream.bodies import _http11_of, body_chunks
 
 BODY = os.urandom(3 * (1 << 20) + 12345)  # several socket reads past the first
 
 
 async def _serve(reply) -> tuple[asyncio.AbstractServer, str, list[int]]:
-    """A bare HTTP/1.1 server: reply(writer) answers each request on a kept-alive connection;
-    the list counts connections opened."""
-    opened: list[int] = []
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        opened.append(1)
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                if not head:
-                    break
-                if not await reply(writer):
-                    break
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    return server, f"http://127.0.0.1:{port}/f", opened
+    server, served = await serve(reply)
+    return server, served.url, served.opened
 
 
 async def _whole(writer: asyncio.StreamWriter) -> bool:

@@ -1,0 +1,40 @@
+"""A bare HTTP/1.1 server on loopback for tests of how a client reads bodies: `reply(writer)`
+answers each request on a kept-alive connection (False closes it); the server counts the
+connections opened and keeps every request's head."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Served:
+    url: str
+    opened: list[int] = field(default_factory=list)
+    heads: list[bytes] = field(default_factory=list)
+
+
+async def serve(reply: Callable[[asyncio.StreamWriter], Awaitable[bool]],
+                path: str = "/f") -> tuple[asyncio.AbstractServer, Served]:
+    served = Served(url="")
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        served.opened.append(1)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                if not head:
+                    break
+                served.heads.append(head)
+                if not await reply(writer):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    served.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}{path}"
+    return server, served

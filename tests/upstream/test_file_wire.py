@@ -1,0 +1,229 @@
+"""upstream.file_transport.FileWire: streamed downloads' bodies over aiohttp, read through the
+httpx.Response surface the chokepoint and the transfers use. The stored bytes come whole and
+undecoded, a connection is kept after a whole body and dropped after a short one, signed URLs
+go out exactly as written, nothing is kept between answers, and every failure is the httpx
+transport error httpx itself would raise (so it maps to the same error code)."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import os
+import socket
+
+import httpx
+import pytest
+
+from eco_core.config import load_config
+from upstream import mapping
+from upstream.client import UpstreamClient
+from upstream.file_transport import FileBody, FileWire
+
+from .bare_http import serve
+
+BODY = os.urandom(3 * (1 << 20) + 12345)  # many socket reads
+TIMEOUT = httpx.Timeout(5.0)
+
+
+def _wire() -> FileWire:
+    return FileWire(httpx.Limits(max_connections=4, max_keepalive_connections=4), ssl_context=None)  # type: ignore[arg-type]
+
+
+async def _get(wire: FileWire, url: str, timeout: httpx.Timeout = TIMEOUT, into: list[bytes] | None = None) -> httpx.Response:
+    resp = await wire.send("GET", wire.url(url), {"Accept": "*/*"}, timeout)
+    got = into if into is not None else []
+    try:
+        async for piece in resp.aiter_raw():
+            got.append(piece)
+    finally:
+        await resp.aclose()
+    resp._content = b"".join(got)
+    return resp
+
+
+def _answer(body: bytes, extra: bytes = b""):
+    async def reply(writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n" % (len(body), extra))
+        for i in range(0, len(body), 200_000):
+            writer.write(body[i:i + 200_000])
+            await writer.drain()
+        return True
+    return reply
+
+
+async def test_a_long_body_comes_whole_and_the_connection_is_kept_for_the_next_file():
+    server, served = await serve(_answer(BODY))
+    wire = _wire()
+    async with server:
+        try:
+            for _ in range(3):
+                resp = await _get(wire, served.url)
+                assert resp.status_code == 200 and hashlib.md5(resp.content).digest() == hashlib.md5(BODY).digest()
+        finally:
+            await wire.aclose()
+    assert len(served.opened) == 1
+
+
+async def test_a_compressed_body_comes_as_the_stored_bytes_the_md5_is_of():
+    stored = gzip.compress(BODY[:100_000])
+    server, served = await serve(_answer(stored, b"Content-Encoding: gzip\r\n"))
+    wire = _wire()
+    async with server:
+        try:
+            resp = await _get(wire, served.url)
+        finally:
+            await wire.aclose()
+    assert resp.content == stored and resp.headers["content-encoding"] == "gzip"
+
+
+async def test_a_chunked_body_comes_whole():
+    async def chunked(writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for i in range(0, len(BODY), 500_000):
+            part = BODY[i:i + 500_000]
+            writer.write(b"%x\r\n%s\r\n" % (len(part), part))
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    server, served = await serve(chunked)
+    wire = _wire()
+    async with server:
+        try:
+            for _ in range(2):
+                assert (await _get(wire, served.url)).content == BODY
+        finally:
+            await wire.aclose()
+    assert len(served.opened) == 1
+
+
+async def test_a_body_cut_short_keeps_what_arrived_raises_httpx_s_error_and_drops_the_connection():
+    async def short(writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(BODY))
+        writer.write(BODY[: len(BODY) // 2])
+        await writer.drain()
+        return False
+
+    server, served = await serve(short)
+    wire = _wire()
+    async with server:
+        try:
+            for _ in range(2):
+                arrived: list[bytes] = []
+                with pytest.raises(httpx.RemoteProtocolError) as caught:
+                    await _get(wire, served.url, into=arrived)
+                # What arrived is the prefix a resumed transfer continues from.
+                assert b"".join(arrived) == BODY[: len(BODY) // 2]
+                assert mapping.from_transport(caught.value, endpoint="storage:x").code == "upstream_unavailable"
+        finally:
+            await wire.aclose()
+    assert len(served.opened) == 2
+
+
+async def test_a_body_left_half_read_closes_its_connection_and_the_next_file_comes_whole():
+    server, served = await serve(_answer(BODY))
+    wire = _wire()
+    async with server:
+        try:
+            resp = await wire.send("GET", wire.url(served.url), {}, TIMEOUT)
+            async for _piece in resp.aiter_raw():
+                break  # a transfer given up on (the call was cancelled, a cap was hit)
+            await resp.aclose()
+            assert (await _get(wire, served.url)).content == BODY
+        finally:
+            await wire.aclose()
+    assert len(served.opened) == 2
+
+
+async def test_a_server_that_stops_sending_is_a_read_timeout_within_the_read_timeout():
+    async def stalls(writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nabc")
+        await writer.drain()
+        await asyncio.sleep(10)
+        return False
+
+    server, served = await serve(stalls)
+    wire = _wire()
+    async with server:
+        try:
+            with pytest.raises(httpx.ReadTimeout) as caught:
+                await asyncio.wait_for(_get(wire, served.url, httpx.Timeout(0.3)), 5)
+        finally:
+            await wire.aclose()
+    err = mapping.from_transport(caught.value, endpoint="storage:x")
+    assert err.code == "upstream_unavailable" and "timed out" in err.message
+
+
+async def test_a_refused_connection_is_a_connect_error_naming_the_host():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    wire = _wire()
+    try:
+        with pytest.raises(httpx.ConnectError) as caught:
+            await _get(wire, f"http://127.0.0.1:{port}/f")
+    finally:
+        await wire.aclose()
+    assert f"127.0.0.1:{port}" in mapping.from_transport(caught.value, endpoint="storage:x").hint
+
+
+async def test_a_signed_url_goes_out_exactly_as_written():
+    server, served = await serve(_answer(b"ok"), path="/b/o%2Fx?X-Goog-Credential=a%2F20261127%2Fauto&X-Goog-Signature=ab%3D~")
+    wire = _wire()
+    async with server:
+        try:
+            await _get(wire, served.url)
+        finally:
+            await wire.aclose()
+    assert served.heads[0].split(b"\r\n")[0] == \
+        b"GET /b/o%2Fx?X-Goog-Credential=a%2F20261127%2Fauto&X-Goog-Signature=ab%3D~ HTTP/1.1"
+
+
+def test_a_url_with_control_characters_is_refused_before_any_connection():
+    with pytest.raises(httpx.InvalidURL):
+        FileWire.url("http://127.0.0.1/f\r\nX-Injected: 1")
+
+
+async def test_no_cookie_one_answer_sets_rides_on_the_next_request():
+    server, served = await serve(_answer(b"ok", b"Set-Cookie: session=abc; Path=/\r\n"))
+    url = served.url.replace("127.0.0.1", "localhost")  # a cookie jar keeps none for a bare IP
+    wire = _wire()
+    async with server:
+        try:
+            await _get(wire, url)
+            await _get(wire, url)
+        finally:
+            await wire.aclose()
+    assert len(served.heads) == 2 and b"cookie:" not in served.heads[1].lower()
+
+
+async def test_the_chokepoint_streams_downloads_over_the_wire_with_its_own_headers_and_no_token():
+    server, served = await serve(_answer(BODY))
+    cfg = load_config(env={"ECO_MCP_ECO__API_TOKEN": "a" * 40}, warn=False)
+    client = UpstreamClient(cfg)
+    async with server:
+        try:
+            async with client.stream(served.url, host_allowed=lambda host: True) as resp:
+                assert isinstance(resp.stream, FileBody)
+                assert await resp.aread() == BODY
+        finally:
+            await client.aclose()
+    head = served.heads[0].lower()
+    assert b"user-agent: eco-mcp/" in head and b"accept: */*" in head and b"x-api-token" not in head
+
+
+async def test_an_injected_transport_keeps_downloads_on_httpx():
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, content=b"from the mock")
+
+    client = UpstreamClient(load_config(env={}, warn=False), transport=httpx.MockTransport(handler))
+    try:
+        async with client.stream("http://storage.example/f", host_allowed=lambda host: True) as resp:
+            assert not isinstance(resp.stream, FileBody) and await resp.aread() == b"from the mock"
+    finally:
+        await client.aclose()
+    assert len(seen) == 1
