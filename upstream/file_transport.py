@@ -32,17 +32,28 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
-import aiohttp
 import httpx
-from yarl import URL
 
-_FAILURES = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+if TYPE_CHECKING:
+    import aiohttp
+    from yarl import URL
+
+
+def _failures() -> tuple[type[BaseException], ...]:
+    # aiohttp and yarl are imported on the first download, not at start-up: ~0.1-0.3 s that
+    # neither the HTTP server (which offers no downloads) nor a stdio start should pay.
+    import aiohttp
+
+    return aiohttp.ClientError, asyncio.TimeoutError, OSError
 
 
 def transport_error(exc: BaseException, method: str, url: URL) -> httpx.TransportError:
     """The httpx transport error that stands for an aiohttp one (see the module's table), with
     the request it was for (built only now: its httpx parse is what this wire saves)."""
+    import aiohttp
+
     message = str(exc) or type(exc).__name__
     kind: type[httpx.TransportError] = httpx.ReadError
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
@@ -70,7 +81,7 @@ class FileBody(httpx.AsyncByteStream):
         try:
             while chunk := await content.readany():
                 yield chunk
-        except _FAILURES as exc:
+        except _failures() as exc:
             raise transport_error(exc, self._method, self._response.url) from exc
 
     async def aclose(self) -> None:
@@ -93,12 +104,16 @@ class FileWire:
         signed URL is sent exactly as NEON wrote it (re-quoting would change what was signed);
         one with characters a request line cannot carry is quoted, as httpx would, and one with
         control characters is refused, as httpx refuses it."""
+        from yarl import URL
+
         if not text.isprintable():
             raise httpx.InvalidURL("Invalid non-printable character in URL")
         return URL(text, encoded=text.isascii() and " " not in text)
 
     def _files(self) -> aiohttp.ClientSession:
         # Made on first use: an aiohttp session belongs to the event loop it was made on.
+        import aiohttp
+
         if self._session is None:
             limits = self._limits
             connector = aiohttp.TCPConnector(limit=limits.max_connections or 0, ssl=self._ssl,
@@ -110,12 +125,14 @@ class FileWire:
         return self._session
 
     async def send(self, method: str, url: URL, headers: dict[str, str], timeout: httpx.Timeout) -> httpx.Response:
+        import aiohttp
+
         limits = aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read,
                                        connect=timeout.pool)
         try:
             response = await self._files().request(method, url, headers=headers, allow_redirects=False,
                                                    timeout=limits, auto_decompress=False)
-        except _FAILURES as exc:
+        except _failures() as exc:
             raise transport_error(exc, method, url) from exc
         return httpx.Response(response.status, headers=response.raw_headers, stream=FileBody(response),
                               extensions={"http_version": b"HTTP/1.1"})

@@ -30,13 +30,12 @@ import time
 import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
 import httpcore._utils
 import httpx
-from yarl import URL as FileURL
 
 from eco_core import __version__, metrics
 from eco_core.config import EcoConfig
@@ -45,6 +44,9 @@ from eco_core.redact import register_secret, token_hash
 from upstream import context, mapping
 from upstream.file_transport import FileWire
 from upstream.ratelimit import Buckets, Budget, Headroom, budget_for, retry_after_from
+
+if TYPE_CHECKING:
+    from yarl import URL as FileURL
 
 log = logging.getLogger("eco.upstream")
 

@@ -11,6 +11,9 @@ import gzip
 import hashlib
 import os
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -227,3 +230,19 @@ async def test_an_injected_transport_keeps_downloads_on_httpx():
     finally:
         await client.aclose()
     assert len(seen) == 1
+
+
+def test_the_server_starts_and_builds_its_client_without_importing_aiohttp():
+    # aiohttp costs ~0.1-0.3 s to import: only the first download pays it, never a start.
+    code = ("import asyncio, sys, django; django.setup()\n"
+            "from mcp_gateway.registry import default_registry; default_registry()\n"
+            "from upstream.client import get_client, close_clients\n"
+            "async def main():\n"
+            "    get_client(); await close_clients()\n"
+            "asyncio.run(main())\n"
+            "print(sorted(m for m in ('aiohttp', 'yarl') if m in sys.modules))\n")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "eco_service.settings"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
