@@ -281,7 +281,7 @@ class UpstreamHttp:
                     resp = await self._client.send(request, stream=stream)
                 else:
                     assert files is not None
-                    resp = await files.send(method, url, {**self._client.headers, **headers}, timeout)
+                    resp = await files.send(method, url, self._wire_headers(headers), timeout)
             except httpx.HTTPError:
                 metrics.upstream_request(call.endpoint, "transport_error", kind=call.kind)
                 raise
@@ -306,6 +306,13 @@ class UpstreamHttp:
             if resp.status_code == 303 or (resp.status_code in (301, 302) and method == "POST"):
                 method, body = "GET", None
         raise EcoError("upstream_error", f"{call.endpoint}: too many redirects", details={"endpoint": call.endpoint})
+
+    def _wire_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        """The client's own headers (User-Agent, Accept-Encoding, ...) with `headers` over them,
+        by name whatever its case, as httpx would send them."""
+        out = {k.lower(): v for k, v in self._client.headers.items()}
+        out.update((k.lower(), v) for k, v in headers.items())
+        return out
 
     def _account(self, call: Call) -> None:
         self.requests_sent += 1
