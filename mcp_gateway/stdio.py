@@ -241,8 +241,13 @@ def serve_stdio(cfg: EcoConfig, *, load_apps: Callable[[], None], finish_setup: 
     async def run() -> None:
         from mcp.server.stdio import stdio_server
 
-        async with stdio_server() as (read_stream, write_stream):
-            await _serve_stream(server, read_stream, write_stream, setup)
+        from mcp_gateway.ports import close_upstream
+
+        try:
+            async with stdio_server() as (read_stream, write_stream):
+                await _serve_stream(server, read_stream, write_stream, setup)
+        finally:
+            await close_upstream()
 
     # What start-up made lives as long as the process: out of the collector's passes for good
     # (with it the little cyclic garbage made while eco_service.stdio_start had the collector off,
