@@ -122,6 +122,12 @@ class FileWire:
             # is of the stored bytes), and no header of aiohttp's own where the caller set one.
             self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
                                                   auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None))
+            # aiohttp sends a GET again, once and unseen, when its connection drops: the
+            # chokepoint retries with its own back-off and counts every attempt against the
+            # upstream's budget, so a drop must reach it as one attempt. No public switch: this
+            # is the attribute aiohttp's own test client sets (tests/upstream/test_file_wire.py
+            # counts the requests a drop costs, and fails if it stops working).
+            self._session._retry_connection = False  # type: ignore[attr-defined]
         return self._session
 
     async def send(self, method: str, url: URL, headers: dict[str, str], timeout: httpx.Timeout) -> httpx.Response:

@@ -139,6 +139,22 @@ async def test_a_body_left_half_read_closes_its_connection_and_the_next_file_com
     assert len(served.opened) == 2
 
 
+async def test_a_connection_dropped_before_the_answer_is_one_request_left_to_the_chokepoint_to_retry():
+    async def drops(writer: asyncio.StreamWriter) -> bool:
+        return False  # the request was read; the connection closes with no answer
+
+    server, served = await serve(drops)
+    wire = _wire()
+    async with server:
+        try:
+            with pytest.raises(httpx.TransportError) as caught:
+                await _get(wire, served.url)
+        finally:
+            await wire.aclose()
+    assert len(served.heads) == 1  # aiohttp's own unseen second try would cost the upstream two
+    assert mapping.from_transport(caught.value, endpoint="storage:x").code == "upstream_unavailable"
+
+
 async def test_a_server_that_stops_sending_is_a_read_timeout_within_the_read_timeout():
     async def stalls(writer: asyncio.StreamWriter) -> bool:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nabc")
