@@ -9,7 +9,9 @@ retries, redirects, error mapping and per-call accounting.
                    ├─ send, counting every attempt in the call's accounting; follow redirects by
                    │   hand: API calls only to the upstream's own host (elsewhere:
                    │   upstream_error), downloads through their allow-list; the token header
-                   │   goes only to the upstream host, never to storage hosts
+                   │   goes only to the upstream host, never to storage hosts; a streamed
+                   │   download goes over file_transport.FileWire (aiohttp), anything else over
+                   │   httpx's pool, with every step here the same for both
                    ├─ fold x-ratelimit-* into the bucket and into the call's accounting
                    └─ 2xx: done · 429: wait retryafter and retry · 5xx/timeout/reset: back off
                       0.5·2^n (≤ backoff_max_s) and retry · then map to the spec's error code
