@@ -324,7 +324,9 @@ def run_neonutils(base: str, token: str, dest: Path) -> dict:
     return out
 
 
-async def run_raw(base: str, token: str, concurrency: int = 4) -> dict:
+async def _raw(base: str, token: str, concurrency: int, fetch) -> dict:
+    """One POST /data/query (httpx), then every listed file through `fetch(url) -> bytes read`,
+    `concurrency` at a time, the bytes dropped."""
     import httpx
 
     async with httpx.AsyncClient(timeout=120) as client:
@@ -334,42 +336,41 @@ async def run_raw(base: str, token: str, concurrency: int = 4) -> dict:
                                         "endDateMonth": END, "package": "basic", "includeProvisional": True})
         urls = [f["url"] for r in reply.json()["data"]["releases"] for p in r["packages"] for f in p["files"]]
         slots = asyncio.Semaphore(concurrency)
-        total = 0
 
-        async def one(url: str) -> None:
-            nonlocal total
-            async with slots, client.stream("GET", url) as resp:
-                async for chunk in resp.aiter_raw():
-                    total += len(chunk)
+        async def one(url: str) -> int:
+            async with slots:
+                return await fetch(client, url)
 
-        await asyncio.gather(*(one(u) for u in urls))
+        total = sum(await asyncio.gather(*(one(u) for u in urls)))
         return {"seconds": time.perf_counter() - t0, "bytes": total, "files": len(urls), "extra_requests": 1}
+
+
+async def run_raw(base: str, token: str, concurrency: int = 4) -> dict:
+    async def fetch(client, url: str) -> int:
+        n = 0
+        async with client.stream("GET", url) as resp:
+            async for chunk in resp.aiter_raw():
+                n += len(chunk)
+        return n
+
+    return await _raw(base, token, concurrency, fetch)
 
 
 async def run_raw_aiohttp(base: str, token: str, concurrency: int = 4) -> dict:
     """raw, with the bodies over aiohttp (the wire eco_download_files uses) instead of httpx:
     what is left between eco and this is eco's own work (plan, MD5, disk, manifest)."""
     import aiohttp
-    import httpx
     import yarl
 
-    async with httpx.AsyncClient(timeout=120) as client, aiohttp.ClientSession(auto_decompress=False) as session:
-        t0 = time.perf_counter()
-        reply = await client.post(f"{base}/api/v0/data/query", headers={"X-API-Token": token},
-                                  json={"productCode": PRODUCT, "siteCodes": SITES, "startDateMonth": START,
-                                        "endDateMonth": END, "package": "basic", "includeProvisional": True})
-        urls = [f["url"] for r in reply.json()["data"]["releases"] for p in r["packages"] for f in p["files"]]
-        slots = asyncio.Semaphore(concurrency)
-        total = 0
-
-        async def one(url: str) -> None:
-            nonlocal total
-            async with slots, session.get(yarl.URL(url, encoded=True)) as resp:
+    async with aiohttp.ClientSession(auto_decompress=False) as session:
+        async def fetch(_client, url: str) -> int:
+            n = 0
+            async with session.get(yarl.URL(url, encoded=True)) as resp:
                 while chunk := await resp.content.readany():
-                    total += len(chunk)
+                    n += len(chunk)
+            return n
 
-        await asyncio.gather(*(one(u) for u in urls))
-        return {"seconds": time.perf_counter() - t0, "bytes": total, "files": len(urls), "extra_requests": 1}
+        return await _raw(base, token, concurrency, fetch)
 
 
 def _mark(what: str) -> None:

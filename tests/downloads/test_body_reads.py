@@ -11,7 +11,7 @@ import os
 import httpx
 import pytest
 
-from tests.upstream.bare_http import serve
+from tests.upstream.bare_http import chunked, serve
 from upstream.bodies import _http11_of, body_chunks
 
 BODY = os.urandom(3 * (1 << 20) + 12345)  # several socket reads past the first
@@ -67,16 +67,7 @@ async def test_a_body_cut_short_is_a_transport_error_and_the_connection_is_not_r
 
 
 async def test_a_chunked_body_streams_through_httpx():
-    async def chunked(writer: asyncio.StreamWriter) -> bool:
-        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-        for i in range(0, len(BODY), 500_000):
-            part = BODY[i:i + 500_000]
-            writer.write(b"%x\r\n%s\r\n" % (len(part), part))
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
-        return True
-
-    server, url, opened = await _serve(chunked)
+    server, url, opened = await _serve(chunked(BODY))
     async with server, httpx.AsyncClient() as client:
         for _ in range(2):
             got, _pieces = await _read(client, url)

@@ -38,3 +38,17 @@ async def serve(reply: Callable[[asyncio.StreamWriter], Awaitable[bool]],
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     served.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}{path}"
     return server, served
+
+
+def chunked(body: bytes, piece: int = 500_000) -> Callable[[asyncio.StreamWriter], Awaitable[bool]]:
+    """A reply that sends `body` with Transfer-Encoding: chunked, `piece` bytes a chunk."""
+    async def reply(writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for i in range(0, len(body), piece):
+            part = body[i:i + piece]
+            writer.write(b"%x\r\n%s\r\n" % (len(part), part))
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    return reply

@@ -23,7 +23,7 @@ from upstream import mapping
 from upstream.client import UpstreamClient
 from upstream.file_transport import FileBody, FileWire
 
-from .bare_http import serve
+from .bare_http import chunked, serve
 
 BODY = os.urandom(3 * (1 << 20) + 12345)  # many socket reads
 TIMEOUT = httpx.Timeout(5.0)
@@ -81,16 +81,7 @@ async def test_a_compressed_body_comes_as_the_stored_bytes_the_md5_is_of():
 
 
 async def test_a_chunked_body_comes_whole():
-    async def chunked(writer: asyncio.StreamWriter) -> bool:
-        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-        for i in range(0, len(BODY), 500_000):
-            part = BODY[i:i + 500_000]
-            writer.write(b"%x\r\n%s\r\n" % (len(part), part))
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
-        return True
-
-    server, served = await serve(chunked)
+    server, served = await serve(chunked(BODY))
     wire = _wire()
     async with server:
         try:
