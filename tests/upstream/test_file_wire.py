@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import os
 import socket
+import ssl
 import subprocess
 import sys
 from pathlib import Path
@@ -254,3 +255,56 @@ def test_the_server_starts_and_builds_its_client_without_importing_aiohttp():
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.fixture(scope="module")
+def tls_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, Path]:
+    """A server context for a self-signed certificate of `localhost`, and the certificate."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(cert, key)
+    return server, cert
+
+
+async def _tls_serve(server_ctx: ssl.SSLContext) -> tuple[asyncio.AbstractServer, str]:
+    reply = _answer(BODY)
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            await reply(writer)
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_ctx)
+    return server, f"https://localhost:{server.sockets[0].getsockname()[1]}/f"
+
+
+async def test_over_tls_the_body_comes_whole_from_a_host_the_context_trusts(tls_pair):
+    server_ctx, cert = tls_pair
+    server, url = await _tls_serve(server_ctx)
+    wire = FileWire(httpx.Limits(max_connections=4), ssl.create_default_context(cafile=str(cert)))
+    async with server:
+        try:
+            assert (await _get(wire, url)).content == BODY
+        finally:
+            await wire.aclose()
+
+
+async def test_over_tls_a_certificate_the_context_does_not_trust_is_a_connect_error(tls_pair):
+    server_ctx, _cert = tls_pair
+    server, url = await _tls_serve(server_ctx)
+    wire = FileWire(httpx.Limits(max_connections=4), ssl.create_default_context())  # the system's CAs only
+    async with server:
+        try:
+            with pytest.raises(httpx.ConnectError) as caught:
+                await _get(wire, url)
+        finally:
+            await wire.aclose()
+    assert mapping.from_transport(caught.value, endpoint="storage:x").code == "upstream_unavailable"
