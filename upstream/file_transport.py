@@ -64,7 +64,11 @@ def transport_error(exc: BaseException, method: str, url: URL) -> httpx.Transpor
         kind = httpx.ConnectError
     elif isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientResponseError)):
         kind = httpx.RemoteProtocolError
-    return kind(message, request=httpx.Request(method, str(url)))
+    try:
+        request: httpx.Request | None = httpx.Request(method, str(url))
+    except httpx.InvalidURL:  # yarl took what httpx would not: the error names no host then
+        request = None
+    return kind(message, request=request)
 
 
 class FileBody(httpx.AsyncByteStream):
