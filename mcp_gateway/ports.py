@@ -7,12 +7,10 @@ place, so each is wired once and faked once in tests.
     prewarm(cfg)                     async; builds the catalogs (run in the background on HTTP),
                                      then starts the subtree walk in a task of its own
     upstream_client()                the one shared upstream client
-    close_upstream()                 async; closes it, if this process made one
 """
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 from catalog import status as catalog_status_mod
@@ -57,14 +55,3 @@ def upstream_client() -> UpstreamClient:
 
 
 _get_client: Any = None
-
-
-async def close_upstream() -> None:
-    """At the end of a server's run: its open connections (the download wire's session among
-    them) are closed while the event loop still runs, not left to the collector at exit, where
-    aiohttp logs each as an error."""
-    if "upstream.client" not in sys.modules:
-        return  # nothing was ever sent: no client to close, and no reason to import one now
-    from upstream.client import close_clients
-
-    await close_clients()

@@ -213,6 +213,18 @@ def _import_server_module() -> Any:
     return server
 
 
+async def _close_upstream() -> None:
+    """At the end of the run, while the event loop still runs: the upstream client's open
+    connections (the download wire's session among them) are closed, not left to the collector
+    at exit, where aiohttp logs each as an error on the agent's stderr. Found through
+    sys.modules, not imported: a run that never reached the upstream has no client to close, and
+    importing one (or mcp_gateway.ports, which loads catalog models) here could even fail when
+    the apps were never loaded."""
+    client = sys.modules.get("upstream.client")
+    if client is not None:
+        await client.close_clients()
+
+
 def serve_stdio(cfg: EcoConfig, *, load_apps: Callable[[], None], finish_setup: Callable[[], None]) -> None:
     """Serve until stdin ends. The tool list comes from the listing kept in the data folder when
     the code is unchanged (no tool module import); Django's apps, when not loaded yet, and the
@@ -241,13 +253,11 @@ def serve_stdio(cfg: EcoConfig, *, load_apps: Callable[[], None], finish_setup: 
     async def run() -> None:
         from mcp.server.stdio import stdio_server
 
-        from mcp_gateway.ports import close_upstream
-
         try:
             async with stdio_server() as (read_stream, write_stream):
                 await _serve_stream(server, read_stream, write_stream, setup)
         finally:
-            await close_upstream()
+            await _close_upstream()
 
     # What start-up made lives as long as the process: out of the collector's passes for good
     # (with it the little cyclic garbage made while eco_service.stdio_start had the collector off,
