@@ -5,6 +5,7 @@ connections opened and keeps every request's head."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -16,8 +17,9 @@ class Served:
     heads: list[bytes] = field(default_factory=list)
 
 
-async def serve(reply: Callable[[asyncio.StreamWriter], Awaitable[bool]],
-                path: str = "/f") -> tuple[asyncio.AbstractServer, Served]:
+async def serve(reply: Callable[[asyncio.StreamWriter], Awaitable[bool]], path: str = "/f",
+                tls: ssl.SSLContext | None = None) -> tuple[asyncio.AbstractServer, Served]:
+    """With `tls`, HTTPS named as localhost (the name a test certificate carries)."""
     served = Served(url="")
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -30,13 +32,14 @@ async def serve(reply: Callable[[asyncio.StreamWriter], Awaitable[bool]],
                 served.heads.append(head)
                 if not await reply(writer):
                     break
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            pass  # the client hung up (or refused our certificate): nothing more to answer
         finally:
             writer.close()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    served.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}{path}"
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls)
+    origin = "https://localhost" if tls is not None else "http://127.0.0.1"
+    served.url = f"{origin}:{server.sockets[0].getsockname()[1]}{path}"
     return server, served
 
 

@@ -7,6 +7,7 @@ transport error httpx itself would raise (so it maps to the same error code)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import hashlib
 import os
@@ -14,6 +15,7 @@ import socket
 import ssl
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -30,8 +32,14 @@ BODY = os.urandom(3 * (1 << 20) + 12345)  # many socket reads
 TIMEOUT = httpx.Timeout(5.0)
 
 
-def _wire() -> FileWire:
-    return FileWire(httpx.Limits(max_connections=4, max_keepalive_connections=4), ssl_context=None)  # type: ignore[arg-type]
+@contextlib.asynccontextmanager
+async def _wire(ssl_context: ssl.SSLContext | None = None) -> AsyncIterator[FileWire]:
+    """A wire (plain HTTP unless given a TLS context), closed when the block ends."""
+    wire = FileWire(httpx.Limits(max_connections=4, max_keepalive_connections=4), ssl_context)  # type: ignore[arg-type]
+    try:
+        yield wire
+    finally:
+        await wire.aclose()
 
 
 async def _get(wire: FileWire, url: str, timeout: httpx.Timeout = TIMEOUT, into: list[bytes] | None = None) -> httpx.Response:
@@ -58,38 +66,26 @@ def _answer(body: bytes, extra: bytes = b""):
 
 async def test_a_long_body_comes_whole_and_the_connection_is_kept_for_the_next_file():
     server, served = await serve(_answer(BODY))
-    wire = _wire()
-    async with server:
-        try:
-            for _ in range(3):
-                resp = await _get(wire, served.url)
-                assert resp.status_code == 200 and hashlib.md5(resp.content).digest() == hashlib.md5(BODY).digest()
-        finally:
-            await wire.aclose()
+    async with server, _wire() as wire:
+        for _ in range(3):
+            resp = await _get(wire, served.url)
+            assert resp.status_code == 200 and hashlib.md5(resp.content).digest() == hashlib.md5(BODY).digest()
     assert len(served.opened) == 1
 
 
 async def test_a_compressed_body_comes_as_the_stored_bytes_the_md5_is_of():
     stored = gzip.compress(BODY[:100_000])
     server, served = await serve(_answer(stored, b"Content-Encoding: gzip\r\n"))
-    wire = _wire()
-    async with server:
-        try:
-            resp = await _get(wire, served.url)
-        finally:
-            await wire.aclose()
+    async with server, _wire() as wire:
+        resp = await _get(wire, served.url)
     assert resp.content == stored and resp.headers["content-encoding"] == "gzip"
 
 
 async def test_a_chunked_body_comes_whole():
     server, served = await serve(chunked(BODY))
-    wire = _wire()
-    async with server:
-        try:
-            for _ in range(2):
-                assert (await _get(wire, served.url)).content == BODY
-        finally:
-            await wire.aclose()
+    async with server, _wire() as wire:
+        for _ in range(2):
+            assert (await _get(wire, served.url)).content == BODY
     assert len(served.opened) == 1
 
 
@@ -101,33 +97,25 @@ async def test_a_body_cut_short_keeps_what_arrived_raises_httpx_s_error_and_drop
         return False
 
     server, served = await serve(short)
-    wire = _wire()
-    async with server:
-        try:
-            for _ in range(2):
-                arrived: list[bytes] = []
-                with pytest.raises(httpx.RemoteProtocolError) as caught:
-                    await _get(wire, served.url, into=arrived)
-                # What arrived is the prefix a resumed transfer continues from.
-                assert b"".join(arrived) == BODY[: len(BODY) // 2]
-                assert mapping.from_transport(caught.value, endpoint="storage:x").code == "upstream_unavailable"
-        finally:
-            await wire.aclose()
+    async with server, _wire() as wire:
+        for _ in range(2):
+            arrived: list[bytes] = []
+            with pytest.raises(httpx.RemoteProtocolError) as caught:
+                await _get(wire, served.url, into=arrived)
+            # What arrived is the prefix a resumed transfer continues from.
+            assert b"".join(arrived) == BODY[: len(BODY) // 2]
+            assert mapping.from_transport(caught.value, endpoint="storage:x").code == "upstream_unavailable"
     assert len(served.opened) == 2
 
 
 async def test_a_body_left_half_read_closes_its_connection_and_the_next_file_comes_whole():
     server, served = await serve(_answer(BODY))
-    wire = _wire()
-    async with server:
-        try:
-            resp = await wire.send("GET", wire.url(served.url), {}, TIMEOUT)
-            async for _piece in resp.aiter_raw():
-                break  # a transfer given up on (the call was cancelled, a cap was hit)
-            await resp.aclose()
-            assert (await _get(wire, served.url)).content == BODY
-        finally:
-            await wire.aclose()
+    async with server, _wire() as wire:
+        resp = await wire.send("GET", wire.url(served.url), {}, TIMEOUT)
+        async for _piece in resp.aiter_raw():
+            break  # a transfer given up on (the call was cancelled, a cap was hit)
+        await resp.aclose()
+        assert (await _get(wire, served.url)).content == BODY
     assert len(served.opened) == 2
 
 
@@ -136,13 +124,9 @@ async def test_a_connection_dropped_before_the_answer_is_one_request_left_to_the
         return False  # the request was read; the connection closes with no answer
 
     server, served = await serve(drops)
-    wire = _wire()
-    async with server:
-        try:
-            with pytest.raises(httpx.TransportError) as caught:
-                await _get(wire, served.url)
-        finally:
-            await wire.aclose()
+    async with server, _wire() as wire:
+        with pytest.raises(httpx.TransportError) as caught:
+            await _get(wire, served.url)
     assert len(served.heads) == 1  # aiohttp's own unseen second try would cost the upstream two
     assert mapping.from_transport(caught.value, endpoint="storage:x").code == "upstream_unavailable"
 
@@ -155,13 +139,9 @@ async def test_a_server_that_stops_sending_is_a_read_timeout_within_the_read_tim
         return False
 
     server, served = await serve(stalls)
-    wire = _wire()
-    async with server:
-        try:
-            with pytest.raises(httpx.ReadTimeout) as caught:
-                await asyncio.wait_for(_get(wire, served.url, httpx.Timeout(0.3)), 5)
-        finally:
-            await wire.aclose()
+    async with server, _wire() as wire:
+        with pytest.raises(httpx.ReadTimeout) as caught:
+            await asyncio.wait_for(_get(wire, served.url, httpx.Timeout(0.3)), 5)
     err = mapping.from_transport(caught.value, endpoint="storage:x")
     assert err.code == "upstream_unavailable" and "timed out" in err.message
 
@@ -170,23 +150,16 @@ async def test_a_refused_connection_is_a_connect_error_naming_the_host():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
-    wire = _wire()
-    try:
+    async with _wire() as wire:
         with pytest.raises(httpx.ConnectError) as caught:
             await _get(wire, f"http://127.0.0.1:{port}/f")
-    finally:
-        await wire.aclose()
     assert f"127.0.0.1:{port}" in mapping.from_transport(caught.value, endpoint="storage:x").hint
 
 
 async def test_a_signed_url_goes_out_exactly_as_written():
     server, served = await serve(_answer(b"ok"), path="/b/o%2Fx?X-Goog-Credential=a%2F20261127%2Fauto&X-Goog-Signature=ab%3D~")
-    wire = _wire()
-    async with server:
-        try:
-            await _get(wire, served.url)
-        finally:
-            await wire.aclose()
+    async with server, _wire() as wire:
+        await _get(wire, served.url)
     assert served.heads[0].split(b"\r\n")[0] == \
         b"GET /b/o%2Fx?X-Goog-Credential=a%2F20261127%2Fauto&X-Goog-Signature=ab%3D~ HTTP/1.1"
 
@@ -199,13 +172,9 @@ def test_a_url_with_control_characters_is_refused_before_any_connection():
 async def test_no_cookie_one_answer_sets_rides_on_the_next_request():
     server, served = await serve(_answer(b"ok", b"Set-Cookie: session=abc; Path=/\r\n"))
     url = served.url.replace("127.0.0.1", "localhost")  # a cookie jar keeps none for a bare IP
-    wire = _wire()
-    async with server:
-        try:
-            await _get(wire, url)
-            await _get(wire, url)
-        finally:
-            await wire.aclose()
+    async with server, _wire() as wire:
+        await _get(wire, url)
+        await _get(wire, url)
     assert len(served.heads) == 2 and b"cookie:" not in served.heads[1].lower()
 
 
@@ -270,41 +239,17 @@ def tls_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, 
     return server, cert
 
 
-async def _tls_serve(server_ctx: ssl.SSLContext) -> tuple[asyncio.AbstractServer, str]:
-    reply = _answer(BODY)
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await reader.readuntil(b"\r\n\r\n")
-            await reply(writer)
-        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
-            pass
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_ctx)
-    return server, f"https://localhost:{server.sockets[0].getsockname()[1]}/f"
-
-
 async def test_over_tls_the_body_comes_whole_from_a_host_the_context_trusts(tls_pair):
     server_ctx, cert = tls_pair
-    server, url = await _tls_serve(server_ctx)
-    wire = FileWire(httpx.Limits(max_connections=4), ssl.create_default_context(cafile=str(cert)))
-    async with server:
-        try:
-            assert (await _get(wire, url)).content == BODY
-        finally:
-            await wire.aclose()
+    server, served = await serve(_answer(BODY), tls=server_ctx)
+    async with server, _wire(ssl.create_default_context(cafile=str(cert))) as wire:
+        assert (await _get(wire, served.url)).content == BODY
 
 
 async def test_over_tls_a_certificate_the_context_does_not_trust_is_a_connect_error(tls_pair):
     server_ctx, _cert = tls_pair
-    server, url = await _tls_serve(server_ctx)
-    wire = FileWire(httpx.Limits(max_connections=4), ssl.create_default_context())  # the system's CAs only
-    async with server:
-        try:
-            with pytest.raises(httpx.ConnectError) as caught:
-                await _get(wire, url)
-        finally:
-            await wire.aclose()
+    server, served = await serve(_answer(BODY), tls=server_ctx)
+    async with server, _wire(ssl.create_default_context()) as wire:  # the system's CAs only
+        with pytest.raises(httpx.ConnectError) as caught:
+            await _get(wire, served.url)
     assert mapping.from_transport(caught.value, endpoint="storage:x").code == "upstream_unavailable"
