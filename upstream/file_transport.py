@@ -144,8 +144,7 @@ class FileWire:
                                                    timeout=limits, auto_decompress=False)
         except _failures() as exc:
             raise transport_error(exc, method, url) from exc
-        return httpx.Response(response.status, headers=response.raw_headers, stream=FileBody(response),
-                              extensions={"http_version": b"HTTP/1.1"})
+        return httpx.Response(response.status, headers=response.raw_headers, stream=FileBody(response))
 
     async def aclose(self) -> None:
         if self._session is not None:

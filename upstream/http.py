@@ -123,6 +123,8 @@ class UpstreamHttp:
             limits=limits,
             timeout=self.timeout("detail"),
         )
+        # httpx's names come lower-cased; the client's headers never change after this.
+        self._file_headers = dict(self._client.headers.items())
 
     async def aclose(self) -> None:
         try:
@@ -312,7 +314,7 @@ class UpstreamHttp:
     def _wire_headers(self, headers: dict[str, str]) -> dict[str, str]:
         """The client's own headers (User-Agent, Accept-Encoding, ...) with `headers` over them,
         by name whatever its case, as httpx would send them."""
-        out = {k.lower(): v for k, v in self._client.headers.items()}
+        out = dict(self._file_headers)
         out.update((k.lower(), v) for k, v in headers.items())
         return out
 
