@@ -2,7 +2,10 @@
 simulator, a seed call per listed tool, then every `nextSteps` entry breadth-first, checking each
 answer the way an agent would rely on it. From the repository: .venv/bin/python bench/agent_walk.py.
 
-    bench/agent_walk.py --transport http|stdio [--max-calls 200]
+    bench/agent_walk.py --transport http|stdio [--max-calls 200] [--max-downloads 2] [--only TOOL,TOOL]
+
+--only seeds the listed tools alone (the walk still follows their steps into any tool);
+--max-downloads caps the eco_download_files calls followed (the rest are counted as skipped).
 """
 from __future__ import annotations
 
@@ -74,8 +77,10 @@ def call_str(tool: str, args: dict[str, Any]) -> str:
 
 
 class Walk:
-    def __init__(self, client: Client, transport: str, max_calls: int) -> None:
+    def __init__(self, client: Client, transport: str, max_calls: int, max_downloads: int = MAX_DOWNLOADS,
+                 only: set[str] | None = None) -> None:
         self.client, self.transport, self.max_calls = client, transport, max_calls
+        self.max_downloads, self.only = max_downloads, only
         self.calls: Counter[str] = Counter()
         self.errors: Counter[tuple[str, str]] = Counter()
         self.text_forms: Counter[str] = Counter()
@@ -99,13 +104,14 @@ class Walk:
     async def run(self, seeds: dict[str, dict[str, Any]]) -> None:
         self.tools = {t.name: t for t in (await self.client.list_tools()).tools}
         for name in self.tools:
-            self.enqueue(name, seeds.get(name, {}), "seed")
-        if "eco_download_files" in self.tools:
+            if self.only is None or name in self.only:
+                self.enqueue(name, seeds.get(name, {}), "seed")
+        if "eco_download_files" in self.tools and (self.only is None or "eco_download_files" in self.only):
             self.enqueue("eco_download_files", EXTRA_DOWNLOAD, "seed")
         while self.queue and sum(self.calls.values()) < self.max_calls:
             tool, args, origin = self.queue.popleft()
             if tool == "eco_download_files":
-                if self.downloads >= MAX_DOWNLOADS:
+                if self.downloads >= self.max_downloads:
                     self.skipped += 1
                     continue
                 self.downloads += 1
@@ -229,7 +235,8 @@ class Walk:
     def summary(self) -> None:
         complete, multi, cut = self.chain_report()
         print(f"\n=== walk over {self.transport}: {sum(self.calls.values())} calls, {len(self.tools)} tools listed, "
-              f"{self.left} steps left unfollowed at the cap, {self.skipped} downloads skipped (cap {MAX_DOWNLOADS})")
+              f"{self.left} steps left unfollowed at the cap, {self.skipped} downloads skipped (cap {self.max_downloads}), "
+              f"{self.downloads} made")
         print("calls per tool:")
         for tool in sorted(self.calls):
             outs = ", ".join(f"{c}={n}" for (t, c), n in sorted(self.errors.items()) if t == tool)
@@ -252,6 +259,8 @@ async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--transport", choices=["http", "stdio"], required=True)
     ap.add_argument("--max-calls", type=int, default=200)
+    ap.add_argument("--max-downloads", type=int, default=MAX_DOWNLOADS)
+    ap.add_argument("--only", help="comma-separated tools to seed (default: every listed tool)")
     opts = ap.parse_args()
     procs: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory(prefix="walk-") as data_dir, tempfile.TemporaryDirectory(prefix="walk-dl-") as dl:
@@ -276,7 +285,8 @@ async def main() -> None:
                 target = StdioServerParameters(command="bash", args=["scripts/serve"], cwd=str(REPO), env=env)
             async with Client(target) as client:
                 print(f"connected: protocol {client.protocol_version}")
-                walk = Walk(client, opts.transport, opts.max_calls)
+                walk = Walk(client, opts.transport, opts.max_calls, opts.max_downloads,
+                            set(opts.only.split(",")) if opts.only else None)
                 await walk.run(seeds)
             walk.summary()
         finally:
