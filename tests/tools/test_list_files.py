@@ -159,3 +159,44 @@ async def test_the_download_step_it_suggests_is_accepted_by_the_download_tool(ca
     assert step["arguments"] == {"product": SOIL, "site_codes": ["HARV"], "start_month": MONTH, "name_contains": name}
     done = (await call_tool("eco_download_files", step["arguments"])).ok
     assert [f["name"] for f in done["files"]] == [name]
+
+
+async def test_the_expanded_package_lists_its_own_files(call_tool, sim):
+    base = {"product": SOIL, "site_codes": ["HARV"], "start_month": MONTH, "limit": 200}
+    body = (await call_tool("eco_list_files", {**base, "package": "expanded"})).ok
+    expanded = sim_files(sim, "HARV", MONTH, "expanded")
+    assert {f["name"]: (f["size"], f["md5"]) for f in body["files"]} == expanded
+    assert set(expanded) != set(sim_files(sim, "HARV", MONTH, "basic"))
+
+
+async def test_a_named_release_lists_that_releases_files_and_the_default_is_each_months_latest(call_tool, sim):
+    base = {"product": SOIL, "site_codes": ["HARV"], "start_month": MONTH, "limit": 200}
+    latest = (await call_tool("eco_list_files", base)).ok["files"]
+    older = (await call_tool("eco_list_files", {**base, "release": "RELEASE-2024"})).ok["files"]
+    assert {f["release"] for f in latest} == {"RELEASE-2026"} and {f["release"] for f in older} == {"RELEASE-2024"}
+    assert {f["name"]: (f["size"], f["md5"]) for f in older} == sim_files(sim, "HARV", MONTH, release="RELEASE-2024")
+    # A window from a released month to the newest one: each month under its own latest release.
+    newest = sim.world.availability(SOIL)["HARV"][-1]
+    summary = (await call_tool("eco_list_files", {**base, "end_month": newest, "detail": "summary"})).ok["summary"]
+    assert set(summary["byRelease"]) == {"RELEASE-2026", "PROVISIONAL"}
+
+
+async def test_following_each_pages_next_step_lists_every_file_once(call_tool):
+    args = {"product": SOIL, "site_codes": ["HARV", "BART"], "start_month": "2020-04", "end_month": MONTH,
+            "limit": 200}
+    every = [f["name"] for f in (await call_tool("eco_list_files", args)).ok["files"]]
+    assert len(every) > 14 and len(every) % 7  # several pages, the last one short
+    got: list[str] = []
+    step: dict | None = {**args, "limit": 7}
+    while step is not None:
+        body = (await call_tool("eco_list_files", step)).ok
+        got += [f["name"] for f in body["files"]]
+        nxt = [s for s in body["nextSteps"] if s["tool"] == "eco_list_files" and "offset" in s["arguments"]]
+        if body["page"]["nextOffset"] is None:
+            assert nxt == []
+            step = None
+        else:
+            [only] = nxt
+            assert only["arguments"]["offset"] == body["page"]["nextOffset"] and only["arguments"]["limit"] == 7
+            step = only["arguments"]
+    assert got == every
