@@ -245,3 +245,34 @@ async def test_transfers_overlap_up_to_max_concurrency_and_never_beyond(call_too
     body = (await call).ok
     assert in_flight == 3
     assert body["totals"]["files"] == len(want) and all(f["verified"] for f in body["files"])
+
+
+async def test_a_file_over_the_per_file_cap_is_refused_before_any_transfer(call_tool, fresh_sim, dl_dir):
+    want = expected(fresh_sim)
+    largest = max(len(d) for d in want.values())
+    before = snapshot(dl_dir)
+    err = error_of(await call_tool("eco_download_files", SEL, downloads__max_file_bytes=largest - 1),
+                   "download_limit_exceeded")
+    assert err["details"]["largestFileBytes"] == largest and err["details"]["maxFileBytes"] == largest - 1
+    assert snapshot(dl_dir) == before and len(storage_requests(fresh_sim)) == 0
+
+
+async def test_a_relative_dest_subdir_holds_the_product_site_month_layout(call_tool, sim, dl_dir):
+    body = (await call_tool("eco_download_files", {**SEL, "dest_subdir": "run-1/birds"})).ok
+    folder = dl_dir / "run-1" / "birds" / BIRDS / SITE / MONTH
+    assert sorted(p.name for p in folder.iterdir()) == sorted(expected(sim))
+    assert all(f["path"].startswith(f"run-1/birds/{BIRDS}/{SITE}/{MONTH}/") for f in body["files"])
+
+
+async def test_a_file_whose_release_moved_upstream_is_reported_and_recorded_under_the_new_one(call_tool, sim, dl_dir):
+    await call_tool("eco_download_files", SEL)
+    book = json.loads((dl_dir / MANIFEST).read_text())
+    moved = f"{BIRDS}/{SITE}/{MONTH}/{next(iter(expected(sim)))}"
+    book["files"][moved]["release"] = "PROVISIONAL"  # as the manifest had it before the month's release
+    (dl_dir / MANIFEST).write_text(json.dumps(book))
+    body = (await call_tool("eco_download_files", SEL)).ok
+    changed = {f["path"] for f in body["files"] if f["changedUpstream"]}
+    assert changed == {moved} and body["totals"]["changedUpstream"] == 1
+    assert json.loads((dl_dir / MANIFEST).read_text())["files"][moved]["release"] == "RELEASE-2026"
+    again = (await call_tool("eco_download_files", SEL)).ok
+    assert again["totals"]["changedUpstream"] == 0
