@@ -280,8 +280,8 @@ async def run_eco(cfg, token: str, as_zip: bool) -> dict:
     import mcp_types as types
 
     from eco_core.config import use_config
+    from families.call import CallContext
     from mcp_gateway.calls import execute
-    from mcp_gateway.context import CallContext
     from mcp_gateway.registry import default_registry
     from upstream.client import close_clients
 

@@ -77,8 +77,8 @@ CASES: list[tuple[str, str, Args]] = [
 async def in_process(cfg: Any, calls: int) -> dict[str, tuple[list[float], int, int]]:
     from mcp.types import CallToolResult
 
+    from families.call import CallContext
     from mcp_gateway.calls import execute
-    from mcp_gateway.context import CallContext
     from mcp_gateway.registry import default_registry
     from upstream.client import close_clients
 

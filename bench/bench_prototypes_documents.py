@@ -97,8 +97,8 @@ def largest_document(sim) -> tuple[str, str, bytes]:
 async def _once(cfg, spec, args) -> int:
     import mcp_types as types
 
+    from families.call import CallContext
     from mcp_gateway.calls import execute
-    from mcp_gateway.context import CallContext
 
     call = CallContext(cfg=cfg, transport="http", protocol_version="2026-07-28")
     result = await execute(spec, args, call, token=None)

@@ -62,8 +62,8 @@ CHOSEN = "cfc_fieldData_in.sampleID"
 async def _once(cfg, spec, args, token):
     import mcp_types as types
 
+    from families.call import CallContext
     from mcp_gateway.calls import execute
-    from mcp_gateway.context import CallContext
 
     def ctx(**kw):
         return CallContext(cfg=cfg, transport="http", protocol_version="2026-07-28", token_source="config",

@@ -71,8 +71,8 @@ CASES = [
 
 
 async def in_process(cfg, calls: int) -> dict[str, tuple[list[float], int, int]]:
+    from families.call import CallContext
     from mcp_gateway.calls import execute
-    from mcp_gateway.context import CallContext
     from mcp_gateway.registry import default_registry
     from upstream.client import close_clients
 

@@ -232,7 +232,7 @@ What is left (measured, not fixed): a catalog call's instructions are still 55-8
 request path and serialization, which scale with the result (the SDK dumps and validates the
 structured content several times, then JSON-encodes it with the text copy); eco_search_sites'
 own search is 1-3 ms in process (a per-site token scan with a fuzzy fallback in catalog/sites.py)
-and every search makes one hop to the catalog-read pool (mcp_gateway/tools/catalog_access.py),
+and every search makes one hop to the catalog-read pool (catalog/access.py),
 both outside this session's files; stdio start-up is the SDK (shared with bare), Django's setup
 (django-celery-beat's models alone pull in celery, kombu, amqp; since fc74953 after the first
 tools/list answer, still ahead of a first tools/call), ~1,300 modules and the 20 tools'

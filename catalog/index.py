@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 
 from catalog.models import CatalogState, LocationRow, ProductRow, ProductSiteAvailabilityRow, ReleaseRow, SiteRow
 from eco_core.config import get_config
+from eco_core.memo import memos
 
 CHECK_INTERVAL_S = 1.0
 WORD = re.compile(r"[a-z0-9]+")
@@ -592,6 +593,9 @@ def get_index(*, clock=time.monotonic) -> CatalogIndex:
         else:
             idx.info = info  # same catalogs, newer state: see the module docstring
         _hold(key, idx)
+        if idx is not _index:
+            # Every remembered answer was made from the index it replaces (eco_core.memo).
+            memos.drop_all()
         _index = idx
         _checked_at = clock()
         if _generation == seen:
@@ -633,4 +637,5 @@ def reset() -> None:
     with _lock:
         _held.clear()
         _index, _checked_at, _dirty = None, 0.0, True
+        memos.drop_all()
         _generation += 1

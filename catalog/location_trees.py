@@ -14,7 +14,7 @@ last `MEMO_SITES` sites used), so a warm walk costs one small query (the version
 request; a node's record is read when asked for (one indexed query), never kept.
 
 `run` carries the synchronous ORM reads off the event loop: the tools pass their catalog-read
-pool (mcp_gateway.tools.catalog_access.catalog_read); by default asgiref's sync_to_async.
+pool (catalog.access.catalog_read); by default asgiref's sync_to_async.
 """
 
 from __future__ import annotations

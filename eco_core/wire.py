@@ -1,15 +1,36 @@
-"""The shapes every answer shares on the wire: the camelCase base model and the page object.
+"""The shapes every tool's input and answer share on the wire: the input base, the camelCase base
+model, the envelope around every answer, the page object.
 
-They live in the foundation because the reads that build answers (catalog, downloads) sit below
-the gateway that sends them, and each family returns these types directly."""
+They live in the foundation because the families (families/) declare their tools' inputs and
+outputs on them, and the reads below (catalog, downloads) return these types directly.
+
+Inputs are snake_case with the upstream's camelCase spellings accepted as aliases (and validated
+strictly: the schema's JSON types are the contract, see mcp_gateway.arguments); outputs are
+camelCase on the wire."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from eco_core.memo import memos
+
+
+class ToolInput(BaseModel):
+    """Unknown keys are caught by the gateway before validation (to list the valid ones), so the
+    model forbids extras only as a second line of defence."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        frozen=True,
+        strict=True,
+    )
 
 
 class WireModel(BaseModel):
@@ -36,6 +57,48 @@ class Page(WireModel):
     total: int | None = Field(None, ge=0)
     next_offset: int | None = Field(None, ge=0)
     truncated: bool = False
+
+
+class NextStep(WireModel):
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    why: str = ""
+
+
+class Source(WireModel):
+    # Where the answer came from, so the agent can judge freshness and cost. The field names say
+    # what they hold; every tool's schema repeats this model, so it carries no descriptions.
+    origin: Literal["local", "catalog", "upstream", "cache", "mixed"] = "local"
+    endpoints: list[str] = Field(default_factory=list)
+    api_base_url: str | None = None
+    stale: bool = Field(False, description="Served from a stale cache (upstream failed).")
+
+
+class Envelope(WireModel):
+    """The common envelope of every successful result; tool outputs subclass it."""
+
+    resolved: dict[str, Any] = Field(default_factory=dict, description="How input names were resolved.")
+    notes: list[str] = Field(default_factory=list)
+    next_steps: list[NextStep] = Field(default_factory=list)
+    source: Source = Field(default_factory=Source)
+
+
+E = TypeVar("E", bound=Envelope)
+
+# Answers a family keeps and returns again, as the very same object, for the same input: the
+# gateway then keeps their dump and text (mcp_gateway.calls) instead of making them every call.
+_returned = memos.by_identity("wire.returned_again", max_entries=1024)
+
+
+def returned_again(out: E) -> E:
+    """Marks an answer its family keeps and returns again for the same input (it must never be
+    changed after this); returns it."""
+    _returned.put(out, value=True)
+    return out
+
+
+def is_returned_again(out: object) -> bool:
+    return _returned.get(out) is not None
 
 
 R = TypeVar("R", bound=WireModel)

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from rapidfuzz import process
 
 from eco_core.errors import EcoError
-from mcp_gateway.models import ToolInput
+from eco_core.wire import ToolInput
 from mcp_gateway.registry import ToolSpec
 
 # The upstream's spelling → the tool fields that can mean the same thing, in order of preference;

@@ -1,6 +1,6 @@
 """One tool call, from raw arguments to the `CallToolResult`:
 
-    parse arguments → call_scope(token) → handler → envelope + budget → result with _meta
+    parse arguments → call_scope(token) → read → envelope + budget → result with _meta
 
 Every failure becomes the spec's error result; anything that is not an `EcoError` is a bug and
 becomes `internal_error` with a correlation id that matches exactly one log line.
@@ -19,32 +19,20 @@ from typing import Any
 
 import mcp_types as types
 
-from eco_core import redact
+from eco_core import redact, request_state
 from eco_core.errors import EcoError
 from eco_core.kept import KeptByIdentity
 from eco_core.paging import cap_page_sizes
-from mcp_gateway import budget, request_state, splice
+from eco_core.wire import Envelope, is_returned_again
+from families.call import CallContext, InputNeeded
+from mcp_gateway import budget, splice
 from mcp_gateway.arguments import parse_arguments
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, is_returned_again
 from mcp_gateway.registry import ToolSpec
 from upstream.context import Accounting, call_scope
 
 log = logging.getLogger("eco.gateway")
 
 UPSTREAM_META_KEY = "io.eco-mcp/upstream"
-
-
-class InputNeeded(Exception):
-    """Raised by a handler that needs the caller to choose (the sample-class question). Clients
-    that declared elicitation get an `input_required` result whose `requestState` holds only the
-    question and candidates; every other client gets `fallback` (ambiguous_input)."""
-
-    def __init__(self, *, key: str, message: str, requested_schema: dict[str, Any], question: dict[str, Any],
-                 candidates: list[Any], fallback: EcoError) -> None:
-        super().__init__(message)
-        self.key, self.message, self.requested_schema = key, message, requested_schema
-        self.question, self.candidates, self.fallback = question, candidates, fallback
 
 
 def error_result(exc: EcoError, meta: dict[str, Any] | None = None) -> types.CallToolResult:
@@ -76,7 +64,7 @@ def internal_error(spec_name: str) -> EcoError:
     )
 
 
-# Results a handler returned as the very same object before (eco_ping reuses its report while
+# Results a read returned as the very same object before (eco_ping reuses its report while
 # nothing it reports has moved; kept answers such as eco_get_availability's are returned again
 # for the same input on the same index), with their payload and text: such a result is dumped and
 # encoded once. Only a call that adds nothing of its own to the envelope reuses one; a payload is
@@ -146,7 +134,7 @@ class _Kept(_Answer):
 
 def _fitted(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> _Answer:
     if not isinstance(out, spec.output_model):
-        # A handler returning anything else is a bug; validating a dict keeps it loud.
+        # A read returning anything else is a bug; validating a dict keeps it loud.
         out = spec.output_model.model_validate(out)
     max_bytes = (call.cfg.limits.hard_max_result_bytes if getattr(spec, "fits_own_budget", False)
                  else call.cfg.limits.max_result_bytes)
@@ -278,7 +266,7 @@ async def _execute(
                     f"{spec.name} needs an upstream API token and none is available",
                     details={"tool": spec.name, "tokenSource": call.token_source},
                 )
-            out = await spec.handler(args, call)
+            out = await spec.read(args, call)
             # A secret echoed back by an argument or an upstream text is masked in string values,
             # inside the error handling: masking can never surface as a protocol error.
             answer = _scrubbed(_finish(spec, args, out, call, acct))

@@ -1,15 +1,15 @@
-"""The tool registry: each tool is declared once, in a module under `mcp_gateway/tools/`, as a
+"""The tool registry: each tool is registered once, in a module under `mcp_gateway/tools/`, as a
 `ToolSpec` in that module's `TOOLS` list. The gateway finds the modules itself, so adding a tool
 family never touches the protocol code.
 
     TOOLS = [
         ToolSpec(name="eco_ping", title=..., description=..., surface="diagnostics",
-                 input_model=PingInput, output_model=PingOutput, handler=ping),
+                 input_model=health.PingInput, output_model=health.PingOutput, read=health.ping),
     ]
 
-A handler is `async def handler(args: InputModel, call: CallContext) -> OutputModel`: it parses
-nothing and formats nothing, it calls its family's read module (or, for eco_ping, `health.py`)
-and returns the typed output.
+The input model, output model and read all come from the tool's family module (families/):
+`async def read(args: InputModel, call: CallContext) -> OutputModel`. A registration module holds
+nothing else.
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ from typing import Any
 import mcp_types as types
 
 from eco_core.config import ConfigError
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, ToolInput, input_schema, output_schema
+from eco_core.wire import Envelope, ToolInput
+from families.call import CallContext
+from mcp_gateway.schemas import input_schema, output_schema
 
-Handler = Callable[[Any, CallContext], Awaitable[Envelope]]
+Read = Callable[[Any, CallContext], Awaitable[Envelope]]
 
 TOOLS_PACKAGE = "mcp_gateway.tools"
 
@@ -49,7 +50,7 @@ class ToolSpec:
     surface: str
     input_model: type[ToolInput]
     output_model: type[Envelope]
-    handler: Handler
+    read: Read
     requires_token: bool = False
     endpoints: tuple[str, ...] = ()
     stdio_only: bool = False
@@ -173,7 +174,7 @@ def default_registry() -> Registry:
 # module only when the tool is called (or described further than its listing).
 
 # The project packages a tool declaration can depend on; eco_service imports them, never the reverse.
-SOURCE_PACKAGES = ("eco_core", "upstream", "catalog", "mcp_gateway", "downloads")
+SOURCE_PACKAGES = ("eco_core", "upstream", "catalog", "downloads", "families", "mcp_gateway")
 # What renders the schemas and the Tool objects: a reinstall changes these files' stamps.
 RENDERING_PACKAGES = ("mcp", "mcp_types", "pydantic", "pydantic_core")
 LISTING_FORMAT = 1
@@ -212,7 +213,7 @@ def listing_fingerprint(package: str = TOOLS_PACKAGE) -> str:
 
 class _Listed:
     """A tool as tools/list shows it, read from the kept listing; anything else asked of it
-    (handler, models, ...) comes from the real declaration, imported then."""
+    (read, models, ...) comes from the real declaration, imported then."""
 
     __slots__ = ("_registry", "name", "stdio_only", "tool")
 

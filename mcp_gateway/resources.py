@@ -28,15 +28,15 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from rapidfuzz import process
 
-from catalog.index import CatalogIndex, get_index
+from catalog.access import catalog_index, catalog_read
+from catalog.index import CatalogIndex
 from catalog.models import LocationRow
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
+from families.call import CallContext
 from mcp_gateway import ports
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from mcp_gateway.registry import Registry
-from mcp_gateway.tools.catalog_access import catalog_read
 from upstream.context import call_scope
 
 STATIC_TTL_MS = 24 * 3600 * 1000
@@ -187,15 +187,10 @@ def _guide(slug: str) -> Callable[[ReadScope], Awaitable[str]]:
 # --- catalog-backed references ------------------------------------------------------------------
 
 async def warm_index(cfg: EcoConfig, need: tuple[str, ...] = ("products", "sites", "releases")) -> CatalogIndex:
-    """The catalog index with `need` built; warm, it costs no upstream request."""
-    from catalog.services import due_catalogs, ensure_catalogs  # the refresh machinery: not to list tools
-
-    due = await catalog_read(due_catalogs, cfg, ahead=cfg.cache.refresh_ahead)
-    if set(due) & set(need):
-        # Outside a tool call: the catalog's requests still need a call scope to count in.
-        with call_scope(deadline_s=cfg.eco.call_deadline_s):
-            await ensure_catalogs(cfg, client=ports.upstream_client(), need=need)
-    return await catalog_read(get_index)
+    """The catalog index with `need` built; warm, it costs no upstream request. Outside a tool
+    call, so the catalog's requests get a call scope of their own to count in."""
+    with call_scope(deadline_s=cfg.eco.call_deadline_s):
+        return await catalog_index(cfg, ports.upstream_client(), need=need)
 
 
 def _dump(value: Any) -> str:

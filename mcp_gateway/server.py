@@ -24,11 +24,11 @@ from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
 from eco_core import __version__
 from eco_core.config import EcoConfig
+from families.call import CallContext
 from mcp_gateway import prompts as prompt_specs
 from mcp_gateway import resources as resource_specs
 from mcp_gateway import splice
 from mcp_gateway.calls import execute_for_reply
-from mcp_gateway.context import CallContext
 from mcp_gateway.registry import Registry, default_registry
 from mcp_gateway.tokens import TokenChoice, choose_token
 
@@ -97,6 +97,7 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
     http = cfg.is_http
     registry.check_tools_list_size(http=http, max_bytes=cfg.limits.tools_list_max_bytes)
     transport: Literal["stdio", "http"] = "http" if http else "stdio"
+    listed_names = frozenset(s.name for s in registry.listed(http=http))
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[spec.tool for spec in registry.listed(http=http)])
@@ -124,6 +125,7 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
             client_elicitation=bool(caps and caps.elicitation is not None),
             request_state=params.request_state,
             input_responses=_responses(params.input_responses),
+            listed_tools=listed_names,
         )
         return _wire(await execute_for_reply(spec, params.arguments, call, token=choice.token, extra_meta=stamp))
 
@@ -146,7 +148,8 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
 
         def new_call() -> CallContext:
             return CallContext(cfg=cfg, transport=transport, protocol_version=ctx.protocol_version,
-                               token_source=choice.source, token_header_ignored=choice.header_ignored)
+                               token_source=choice.source, token_header_ignored=choice.header_ignored,
+                               listed_tools=listed_names)
 
         return resource_specs.ReadScope(cfg=cfg, registry=registry, transport=transport, new_call=new_call,
                                         token=choice.token)

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from catalog.access import catalog_index
 from catalog.availability import AvailabilityRecord, Format, Provisional, get_availability
 from catalog.checks import DOMAIN_PATTERN
 from catalog.index import CatalogIndex
 from catalog.months import MONTH_PATTERN
 from eco_core.kept import KeptByIdentity
+from eco_core.wire import Envelope, NextStep, Source, ToolInput, returned_again
+from families.call import CallContext
 from mcp_gateway import ports
 from mcp_gateway.arguments import keepable
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Source, ToolInput, returned_again
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools.catalog_access import catalog_index
 
 
 class AvailabilityInput(ToolInput):
@@ -75,7 +75,7 @@ _answers: KeptByIdentity[AvailabilityOutput] = KeptByIdentity(max_entries=256, m
 
 
 async def get_availability_tool(args: AvailabilityInput, call: CallContext) -> AvailabilityOutput:
-    idx = await catalog_index(call.cfg)
+    idx = await catalog_index(call.cfg, call.client)
     kept = _answers.get(idx, args, call.cfg)
     if kept is not None:
         return kept
@@ -110,7 +110,7 @@ TOOLS = [
         surface="discovery",
         input_model=AvailabilityInput,
         output_model=AvailabilityOutput,
-        handler=get_availability_tool,
+        read=get_availability_tool,
         endpoints=("POST /graphql", "GET /products/{productCode}", "GET /sites/{siteCode}"),
         page_lists={"rows": "page"},
     ),

@@ -7,12 +7,12 @@ from typing import Literal
 
 from pydantic import Field
 
+from catalog.access import catalog_index
 from catalog.citations import CitationRecord, citation
+from eco_core.wire import Envelope, NextStep, Source, ToolInput
+from families.call import CallContext
 from mcp_gateway import ports
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools.releases import release_index
 
 
 class GetCitationInput(ToolInput):
@@ -43,7 +43,7 @@ def _steps(out: CitationRecord) -> list[NextStep]:
 
 async def get_citation_tool(args: GetCitationInput, call: CallContext) -> GetCitationOutput:
     cfg = call.cfg
-    idx = await release_index(cfg)
+    idx = await catalog_index(cfg, call.client, need=("products", "sites", "releases"))
     a = await citation(
         idx=idx, client=ports.upstream_client(), product=args.product, prototype_uuid=args.prototype_uuid,
         release=args.release if "release" in args.model_fields_set else None, provisional=args.provisional,
@@ -69,7 +69,7 @@ TOOLS = [
         surface="discovery",
         input_model=GetCitationInput,
         output_model=GetCitationOutput,
-        handler=get_citation_tool,
+        read=get_citation_tool,
         endpoints=("GET /releases", "GET /prototype/datasets/{uuid}"),
     ),
 ]

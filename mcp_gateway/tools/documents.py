@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from catalog.access import catalog_index
 from catalog.documents import DocumentRecord, get_document
+from eco_core.wire import Envelope, NextStep, Source, ToolInput
+from families.call import CallContext
 from mcp_gateway import ports
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools.catalog_access import catalog_index
 
 
 class GetDocumentInput(ToolInput):
@@ -40,7 +40,7 @@ def _steps(rec: DocumentRecord, args: GetDocumentInput) -> list[NextStep]:
 
 async def get_document_tool(args: GetDocumentInput, call: CallContext) -> GetDocumentOutput:
     cfg = call.cfg
-    idx = await catalog_index(cfg) if args.product is not None else None
+    idx = await catalog_index(cfg, call.client) if args.product is not None else None
     a = await get_document(ports.upstream_client(), cfg, spec_number=args.spec_number, url=args.url,
                            product=args.product, idx=idx, extract_text=args.extract_text, max_chars=args.max_chars,
                            char_offset=args.char_offset, pages=args.pages)
@@ -63,7 +63,7 @@ TOOLS = [
         surface="discovery",
         input_model=GetDocumentInput,
         output_model=GetDocumentOutput,
-        handler=get_document_tool,
+        read=get_document_tool,
         endpoints=("GET /documents/{specNumber}",),
         page_lists={},
     ),

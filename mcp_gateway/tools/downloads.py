@@ -7,15 +7,15 @@ from typing import Literal
 
 from pydantic import Field
 
+from catalog.access import catalog_index
 from catalog.months import MONTH_PATTERN
 from downloads.files import Package
 from downloads.plan import Request
 from downloads.transfer import DownloadRecord, download
+from eco_core.wire import Envelope, NextStep, Source
+from families.call import CallContext
 from mcp_gateway import ports
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Source
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools.catalog_access import catalog_index
 from mcp_gateway.tools.files import FileSelectors
 
 
@@ -51,7 +51,7 @@ class DownloadOutput(DownloadRecord, Envelope):
 
 
 async def download_files_tool(args: DownloadInput, call: CallContext) -> DownloadOutput:
-    idx = await catalog_index(call.cfg)
+    idx = await catalog_index(call.cfg, call.client)
     record, plan = await download(idx=idx, client=ports.upstream_client(), cfg=call.cfg, req=args.request())
     notes = list(plan.notes)
     if record.totals.changed_upstream:
@@ -79,7 +79,7 @@ TOOLS = [
         surface="data",
         input_model=DownloadInput,
         output_model=DownloadOutput,
-        handler=download_files_tool,
+        read=download_files_tool,
         requires_token=True,
         endpoints=("GET /data/package/{productCode}/{siteCode}/{yearMonth}", "GET /prototype/data/{uuid}",
                    "GET /documents/{specNumber}", "POST /data/query"),

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from catalog.access import catalog_index
 from catalog.months import MONTH_PATTERN
 from downloads.files import Detail, FilesRecord, Filters, Package, list_files
 from downloads.kinds import Kind
 from eco_core.paging import DefaultLimit
+from eco_core.wire import Envelope, NextStep, Source, ToolInput
+from families.call import CallContext
 from mcp_gateway import ports
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools.catalog_access import catalog_index
 
 
 class FileSelectors(ToolInput):
@@ -71,7 +71,7 @@ def _steps(args: ListFilesInput, rec: FilesRecord, *, stdio: bool) -> list[NextS
 
 
 async def list_files_tool(args: ListFilesInput, call: CallContext) -> ListFilesOutput:
-    idx = await catalog_index(call.cfg)
+    idx = await catalog_index(call.cfg, call.client)
     a = await list_files(
         idx=idx, client=ports.upstream_client(), cfg=call.cfg, product=args.product, site_codes=args.site_codes,
         start_month=args.start_month, end_month=args.end_month, package=args.package, release=args.release,
@@ -94,7 +94,7 @@ TOOLS = [
         surface="data",
         input_model=ListFilesInput,
         output_model=ListFilesOutput,
-        handler=list_files_tool,
+        read=list_files_tool,
         requires_token=True,
         endpoints=("GET /data/{productCode}/{siteCode}/{yearMonth}",
                    "GET /data/{productCode}/{siteCode}/{yearMonth}/{filename}", "POST /data/query"),

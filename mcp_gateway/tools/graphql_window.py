@@ -9,9 +9,9 @@ from pydantic import Field
 
 from catalog.graphql_window import GraphQLAnswer, check_query, describe_type, run_query
 from eco_core.errors import EcoError
+from eco_core.wire import Envelope, NextStep, Source, ToolInput
+from families.call import CallContext
 from mcp_gateway import ports
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
 
 NAME_PATTERN = r"^[_A-Za-z][_0-9A-Za-z]*$"
@@ -99,7 +99,7 @@ TOOLS = [
         surface="discovery",
         input_model=GraphQLInput,
         output_model=GraphQLOutput,
-        handler=graphql_tool,
+        read=graphql_tool,
         endpoints=("POST /graphql",),
         page_lists={},
         fits_own_budget=True,

@@ -9,37 +9,21 @@ from typing import Literal
 
 from pydantic import Field
 
+from catalog.access import location_catalog
 from catalog.locations import (
-    LocationCatalog,
     LocationRecord,
     LocationRoot,
     LocationSummary,
     find_locations,
-    location_catalog,
     location_detail,
 )
-from eco_core.config import EcoConfig
 from eco_core.paging import DefaultLimit
+from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput
+from families.call import CallContext
 from mcp_gateway import ports
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools.catalog_access import catalog_read
 
 SENSOR_TYPES = ("CONFIG", "BOOM", "LEVEL", "SOIL_PLOT", "SOIL PLOT")
-
-
-async def _catalog(cfg: EcoConfig) -> LocationCatalog:
-    """The SITE and DOMAIN rows and the stored subtrees (read later on the catalog-read pool); a
-    missing locations catalog is built first (counted in this call). Missing subtrees are not
-    built here: that is 81 requests, left to their scheduled refresh (catalog.tasks) or, without
-    a broker, to the background refresh-ahead started here (never waited for)."""
-    from catalog.services import due_catalogs, ensure_catalogs, refresh_subtrees_ahead  # not to list tools
-
-    if "locations" in await catalog_read(due_catalogs, cfg, missing_only=True):
-        await ensure_catalogs(cfg, client=ports.upstream_client(), need=("locations",))
-    await refresh_subtrees_ahead(cfg, client=ports.upstream_client())
-    return await catalog_read(location_catalog, catalog_read)
 
 
 def _item_steps(item: LocationSummary) -> list[NextStep]:
@@ -87,7 +71,7 @@ class FindLocationsOutput(Envelope):
 
 async def find_locations_tool(args: FindLocationsInput, call: CallContext) -> FindLocationsOutput:
     cfg = call.cfg
-    cat = await _catalog(cfg)
+    cat = await location_catalog(cfg, call.client)
     r = await find_locations(
         client=ports.upstream_client(), catalog=cat, root=args.root, site_codes=args.site_codes,
         location_type=args.location_type, query=args.query, latitude=args.latitude, longitude=args.longitude,
@@ -127,7 +111,7 @@ TOOLS = [
         surface="discovery",
         input_model=FindLocationsInput,
         output_model=FindLocationsOutput,
-        handler=find_locations_tool,
+        read=find_locations_tool,
         endpoints=("GET /locations/{locationName}", "GET /locations/sites", "POST /graphql"),
     ),
 ]
@@ -181,7 +165,7 @@ def _origin(from_upstream: bool, from_catalog: bool) -> Literal["catalog", "upst
 
 async def get_location_tool(args: GetLocationInput, call: CallContext) -> GetLocationOutput:
     cfg = call.cfg
-    cat = await _catalog(cfg)
+    cat = await location_catalog(cfg, call.client)
     a = await location_detail(
         client=ports.upstream_client(), catalog=cat, name=args.name, include=list(args.include),
         location_type=args.location_type, children_limit=args.children_limit, children_offset=args.children_offset,
@@ -205,7 +189,7 @@ TOOLS.append(
         surface="discovery",
         input_model=GetLocationInput,
         output_model=GetLocationOutput,
-        handler=get_location_tool,
+        read=get_location_tool,
         endpoints=("GET /locations/{locationName}",),
         page_lists={"children": "childrenPage"},
     )

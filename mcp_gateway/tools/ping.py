@@ -7,9 +7,9 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from eco_core import __version__
+from eco_core.wire import Envelope, NextStep, Source, ToolInput, WireModel, returned_again
+from families.call import CallContext
 from mcp_gateway import health, ports
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Source, ToolInput, WireModel, returned_again
 from mcp_gateway.registry import ToolSpec, default_registry
 
 
@@ -201,7 +201,7 @@ TOOLS = [
         surface="diagnostics",
         input_model=PingInput,
         output_model=PingOutput,
-        handler=ping,
+        read=ping,
         endpoints=("GET /taxonomy",),
     )
 ]

@@ -7,18 +7,18 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from catalog.access import catalog_index, catalog_source
 from catalog.checks import DOMAIN_PATTERN
 from catalog.index import CatalogIndex
 from catalog.months import MONTH_PATTERN
 from catalog.products import ProductRecord, ProductSummary, product_detail, search_products
 from eco_core.config import EcoConfig
 from eco_core.kept import KeptByIdentity
+from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, returned_again
+from families.call import CallContext
 from mcp_gateway import ports
 from mcp_gateway.arguments import keepable
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput, returned_again
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools.catalog_access import catalog_index, catalog_source
 
 
 class SearchProductsInput(ToolInput):
@@ -65,7 +65,7 @@ def _search_steps(args: SearchProductsInput, items: list[ProductSummary], pg: Pa
 
 
 async def search_products_tool(args: SearchProductsInput, call: CallContext) -> SearchProductsOutput:
-    idx = await catalog_index(call.cfg)
+    idx = await catalog_index(call.cfg, call.client)
     # The index is in memory and the search never touches the database: it runs on the loop, as a
     # hop to the catalog-read pool and back costs more than the search (see catalog_index).
     r = search_products(
@@ -102,7 +102,7 @@ TOOLS = [
         surface="discovery",
         input_model=SearchProductsInput,
         output_model=SearchProductsOutput,
-        handler=search_products_tool,
+        read=search_products_tool,
         endpoints=("POST /graphql", "GET /products"),
     ),
 ]
@@ -160,7 +160,7 @@ _catalog_answers: KeptByIdentity[GetProductOutput] = KeptByIdentity(max_entries=
 
 async def get_product_tool(args: GetProductInput, call: CallContext) -> GetProductOutput:
     cfg = call.cfg
-    idx = await catalog_index(cfg)
+    idx = await catalog_index(cfg, call.client)
     catalog_only = not args.include and args.release is None
     if catalog_only:
         kept = _catalog_answers.get(idx, args, cfg)
@@ -198,7 +198,7 @@ TOOLS.append(
         surface="discovery",
         input_model=GetProductInput,
         output_model=GetProductOutput,
-        handler=get_product_tool,
+        read=get_product_tool,
         endpoints=("POST /graphql", "GET /products/{productCode}"),
         page_lists={"changeLogs": "changeLogsPage", "availabilityRows": "availabilityPage"},
     )

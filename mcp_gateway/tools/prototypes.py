@@ -8,9 +8,9 @@ from typing import Literal
 from pydantic import Field
 
 from catalog.prototypes import PrototypeDatasetSummary, PrototypeRecord, prototype_detail, search_prototypes
+from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput
+from families.call import CallContext
 from mcp_gateway import ports
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
 from mcp_gateway.registry import ToolSpec, default_registry
 
 UUID_PATTERN = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
@@ -109,7 +109,7 @@ TOOLS = [
         surface="discovery",
         input_model=SearchPrototypesInput,
         output_model=SearchPrototypesOutput,
-        handler=search_prototypes_tool,
+        read=search_prototypes_tool,
         endpoints=("GET /prototype/datasets",),
     ),
     ToolSpec(
@@ -123,7 +123,7 @@ TOOLS = [
         surface="discovery",
         input_model=GetPrototypeInput,
         output_model=GetPrototypeOutput,
-        handler=get_prototype_tool,
+        read=get_prototype_tool,
         endpoints=("GET /prototype/datasets/{uuid}", "GET /prototype/data/{uuid}"),
         page_lists={"files": "filesPage"},
     ),

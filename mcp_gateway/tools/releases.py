@@ -7,30 +7,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from catalog.checks import built
-from catalog.index import CatalogIndex, get_index
+from catalog.access import catalog_index, catalog_read, catalog_source
 from catalog.releases import ReleaseRecord, ReleaseSummary, release_detail, release_summaries, with_artifact_urls
-from eco_core.config import EcoConfig
-from eco_core.errors import EcoError
-from eco_core.wire import page
+from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, page
+from families.call import CallContext
 from mcp_gateway import ports
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools.catalog_access import catalog_index, catalog_read, catalog_source
 
-
-async def release_index(cfg: EcoConfig) -> CatalogIndex:
-    """The warm index with the release catalog built too (catalog_index builds products and sites)."""
-    idx = await catalog_index(cfg)
-    try:
-        built(idx, "releases")
-    except EcoError:
-        from catalog.services import ensure_catalogs  # the refresh machinery: not to list tools
-
-        await ensure_catalogs(cfg, client=ports.upstream_client(), need=("releases",))
-        idx = await catalog_read(get_index)
-    return idx
+RELEASES = ("products", "sites", "releases")
 
 
 class ListReleasesInput(ToolInput):
@@ -46,7 +30,7 @@ class ListReleasesOutput(Envelope):
 
 async def list_releases_tool(args: ListReleasesInput, call: CallContext) -> ListReleasesOutput:
     cfg = call.cfg
-    idx = await release_index(cfg)
+    idx = await catalog_index(cfg, call.client, need=RELEASES)
     items = await catalog_read(release_summaries, idx)
     notes: list[str] = []
     endpoints: list[str] = []
@@ -78,7 +62,7 @@ TOOLS = [
         surface="discovery",
         input_model=ListReleasesInput,
         output_model=ListReleasesOutput,
-        handler=list_releases_tool,
+        read=list_releases_tool,
         endpoints=("GET /releases",),
     ),
 ]
@@ -125,7 +109,7 @@ def _release_steps(out: ReleaseRecord, args: GetReleaseInput) -> list[NextStep]:
 
 async def get_release_tool(args: GetReleaseInput, call: CallContext) -> GetReleaseOutput:
     cfg = call.cfg
-    idx = await release_index(cfg)
+    idx = await catalog_index(cfg, call.client, need=RELEASES)
     a = await release_detail(
         idx=idx, client=ports.upstream_client(), release=args.release, include=list(args.include),
         product_query=args.product_query, products_limit=args.products_limit, products_offset=args.products_offset,
@@ -149,7 +133,7 @@ TOOLS.append(
         surface="discovery",
         input_model=GetReleaseInput,
         output_model=GetReleaseOutput,
-        handler=get_release_tool,
+        read=get_release_tool,
         endpoints=("GET /releases/{releaseIdentifier}", "POST /graphql", "GET /releases/{releaseTag}/products/{productCode}",
                    "GET /releases/{releaseTag}/sites/{siteCode}"),
         page_lists={"dataProducts": "productsPage"},

@@ -12,10 +12,9 @@ from pydantic import Field
 from catalog.samples import IDENTIFIERS, SampleClass, SampleView, get_samples, list_sample_classes, tag_classes
 from eco_core.errors import EcoError
 from eco_core.paging import DefaultLimit
+from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput
+from families.call import CallContext, InputNeeded
 from mcp_gateway import ports
-from mcp_gateway.calls import InputNeeded
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
 
 ANSWER_KEY = "sample_class"
@@ -66,7 +65,7 @@ TOOLS = [
         surface="discovery",
         input_model=ListSampleClassesInput,
         output_model=ListSampleClassesOutput,
-        handler=list_sample_classes_tool,
+        read=list_sample_classes_tool,
         endpoints=("GET /samples/supportedClasses", "GET /samples/classes"),
     ),
 ]
@@ -207,7 +206,7 @@ TOOLS.append(
         surface="data",
         input_model=GetSampleInput,
         output_model=GetSampleOutput,
-        handler=get_sample_tool,
+        read=get_sample_tool,
         requires_token=True,
         endpoints=("GET /samples/view", "GET /samples/download", "GET /samples/classes"),
     )

@@ -7,14 +7,14 @@ from typing import Literal
 
 from pydantic import Field
 
+from catalog.access import catalog_index
 from catalog.checks import DOMAIN_PATTERN
 from catalog.sites import SiteRecord, SiteSummary, search_sites, site_detail, with_elevations
 from eco_core.paging import DefaultLimit
+from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput
+from families.call import CallContext
 from mcp_gateway import ports
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
-from mcp_gateway.tools.catalog_access import catalog_index
 
 
 class SearchSitesInput(ToolInput):
@@ -58,7 +58,7 @@ def _steps(args: SearchSitesInput, items: list[SiteSummary], pg: Page, product: 
 
 async def search_sites_tool(args: SearchSitesInput, call: CallContext) -> SearchSitesOutput:
     cfg = call.cfg
-    idx = await catalog_index(cfg)
+    idx = await catalog_index(cfg, call.client)
     # In memory, on the loop: see eco_search_products.
     r = search_sites(
         query=args.query, domain_code=args.domain_code, state_code=args.state_code,
@@ -98,7 +98,7 @@ TOOLS = [
         surface="discovery",
         input_model=SearchSitesInput,
         output_model=SearchSitesOutput,
-        handler=search_sites_tool,
+        read=search_sites_tool,
         endpoints=("POST /graphql", "GET /sites", "GET /locations/sites"),
     ),
 ]
@@ -142,7 +142,7 @@ def _site_steps(out: SiteRecord, args: GetSiteInput) -> list[NextStep]:
 
 async def get_site_tool(args: GetSiteInput, call: CallContext) -> GetSiteOutput:
     cfg = call.cfg
-    idx = await catalog_index(cfg)
+    idx = await catalog_index(cfg, call.client)
     a = await site_detail(
         idx=idx, client=ports.upstream_client(), base_url=cfg.eco.base_url, site=args.site, release=args.release,
         include=list(args.include), products_query=args.products_query, products_limit=args.products_limit,
@@ -165,7 +165,7 @@ TOOLS.append(
         surface="discovery",
         input_model=GetSiteInput,
         output_model=GetSiteOutput,
-        handler=get_site_tool,
+        read=get_site_tool,
         endpoints=("GET /sites/{siteCode}", "GET /locations/{locationName}"),
         page_lists={"dataProducts": "dataProductsPage"},
     )

@@ -8,9 +8,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from catalog.taxonomy import search_taxonomy
+from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput
+from families.call import CallContext
 from mcp_gateway import ports
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, NextStep, Page, Source, ToolInput
 from mcp_gateway.registry import ToolSpec
 
 TaxonType = Literal["ALGAE", "BEETLE", "BIRD", "FISH", "HERPETOLOGY", "MACROINVERTEBRATE", "MOSQUITO",
@@ -76,7 +76,7 @@ TOOLS = [
         surface="discovery",
         input_model=SearchTaxonomyInput,
         output_model=SearchTaxonomyOutput,
-        handler=search_taxonomy_tool,
+        read=search_taxonomy_tool,
         endpoints=("GET /taxonomy",),
     ),
 ]

@@ -4,9 +4,10 @@ Bottom to top (a package may import only packages below it, and itself):
 
     eco_core       foundation: typed configuration, the error tree, redaction, version
     upstream       the NEON client (one sender, rate limits, cache, breaker, typed replies)
-    catalog        the persistent catalogs and the reads of every family they serve
-    downloads      files and downloads (may read the catalog)
-    mcp_gateway    MCP protocol, registry, tool declarations and thin handlers
+    catalog        the persistent catalogs, the in-memory index and the one way to reach it
+    downloads      the storage side of files: plan and caps, path confinement, transfer, manifest
+    families       one module per tool family: its tools' inputs, outputs and reads
+    mcp_gateway    MCP protocol, transports, registry (tool registrations only), envelope, budgets
     eco_service    composition root: settings, URLs, ASGI, CLI, Celery app, management commands
 
 `upstream_sim` (the NEON simulator) stands apart: it imports nothing of the product.
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["eco_core", "upstream", "catalog", "downloads", "mcp_gateway", "eco_service"]
+LAYERS = ["eco_core", "upstream", "catalog", "downloads", "families", "mcp_gateway", "eco_service"]
 APART = ["upstream_sim"]
 PACKAGES = LAYERS + APART
 

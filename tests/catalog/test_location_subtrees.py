@@ -20,8 +20,8 @@ from catalog.services import refresh_catalogs, run_lock
 from catalog.services.location_subtrees import RECORD_BATCH, pause_before_next, refresh_location_subtrees
 from catalog.status import catalog_status
 from catalog.tasks import SUBTREES_TASK_NAME
+from families.call import CallContext
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
 from tests.catalog.celery_worker import require_postgres, run_beat_entry
 from tests.catalog.conftest import MiniClient, _wipe

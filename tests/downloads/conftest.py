@@ -13,8 +13,8 @@ import mcp_types as types
 import pytest
 
 from eco_core import config as eco_config
+from families.call import CallContext
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
 from tests.tools.conftest import Outcome, sim_cfg  # noqa: F401  (fixture)
 from upstream.client import close_clients

@@ -7,8 +7,8 @@ import pytest
 from eco_core.config import load_config
 from eco_core.errors import EcoError
 from eco_core.paging import cap_page_sizes
+from families.call import CallContext
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
 
 

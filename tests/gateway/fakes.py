@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import Field
 
 from eco_core.errors import EcoError
-from mcp_gateway.context import CallContext
-from mcp_gateway.models import Envelope, Page, ToolInput, WireModel
+from eco_core.wire import Envelope, Page, ToolInput, WireModel
+from families.call import CallContext
 from mcp_gateway.registry import ToolSpec
 
 
@@ -52,7 +52,7 @@ async def echo(args: EchoInput, call: CallContext) -> EchoOutput:
 
 def echo_spec(**overrides) -> ToolSpec:
     base = dict(name="eco_echo", title="Echo", description="Test tool.", surface="test",
-                input_model=EchoInput, output_model=EchoOutput, handler=echo)
+                input_model=EchoInput, output_model=EchoOutput, read=echo)
     base.update(overrides)
     return ToolSpec(**base)
 
@@ -68,7 +68,7 @@ class ChooseOutput(Envelope):
 
 async def choose(args: ChooseInput, call: CallContext) -> ChooseOutput:
     """Asks which of two classes the tag means, like eco_get_sample with an ambiguous tag."""
-    from mcp_gateway.calls import InputNeeded
+    from families.call import InputNeeded
 
     state = call.continuation()
     answer = (call.input_responses or {}).get("sample_class")
@@ -92,4 +92,4 @@ async def choose(args: ChooseInput, call: CallContext) -> ChooseOutput:
 
 def choose_spec() -> ToolSpec:
     return ToolSpec(name="eco_choose", title="Choose", description="Test tool.", surface="test",
-                    input_model=ChooseInput, output_model=ChooseOutput, handler=choose)
+                    input_model=ChooseInput, output_model=ChooseOutput, read=choose)

@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 
 from eco_core.errors import CODES
+from families.call import CallContext
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from tests.gateway.checks import assert_error
 from tests.gateway.conftest import make_cfg
 from tests.gateway.fakes import echo_spec

@@ -16,8 +16,8 @@ import pytest
 
 from eco_core import config as eco_config
 from eco_core import redact
+from families.call import CallContext
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
 from mcp_gateway.tokens import choose_token
 from tests.gateway.conftest import make_cfg

@@ -100,7 +100,7 @@ def test_host_verdicts_kept_are_bounded_whatever_hosts_callers_invent(eco_cfg):
 
 async def test_catalogs_due_for_refresh_are_checked_once_an_interval_not_on_every_call(monkeypatch, eco_cfg):
     import catalog.services as services
-    from mcp_gateway.tools import catalog_access
+    from catalog import access as catalog_access
 
     checks: list[int] = []
     ensured: list[int] = []
@@ -122,10 +122,10 @@ async def test_catalogs_due_for_refresh_are_checked_once_an_interval_not_on_ever
     monkeypatch.setattr(catalog_access, "get_index", lambda: idx)
     monkeypatch.setattr(catalog_access, "peek_index", lambda: idx)
     monkeypatch.setattr(catalog_access, "_not_due", (None, 0.0))
-    monkeypatch.setattr(catalog_access.ports, "upstream_client", lambda: object())
+    client = object()
     for _ in range(5):
-        assert await catalog_access.catalog_index(eco_cfg) is idx
+        assert await catalog_access.catalog_index(eco_cfg, client) is idx
     assert (checks, ensured) == ([1], [1])
     monkeypatch.setattr(catalog_access, "_not_due", (eco_cfg, 0.0))  # the interval is over
-    await catalog_access.catalog_index(eco_cfg)
+    await catalog_access.catalog_index(eco_cfg, client)
     assert (checks, ensured) == ([1, 1], [1, 1])

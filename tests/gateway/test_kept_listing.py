@@ -40,11 +40,11 @@ def test_a_kept_listing_hands_out_the_declared_spec_with_its_listed_tool(tmp_pat
     spec = lazy.get("eco_search_products")
     declared = discovered.get("eco_search_products")
     assert spec is not None and declared is not None
-    assert spec.handler is declared.handler and spec.input_model is declared.input_model
+    assert spec.read is declared.read and spec.input_model is declared.input_model
     assert spec.tool.model_dump(by_alias=True, exclude_none=True) == declared.tool.model_dump(by_alias=True, exclude_none=True)
     # A listed entry answers what the call path asks of it from the same declaration.
     listed = next(s for s in lazy.listed(http=False) if s.name == "eco_search_products")
-    assert listed.handler is declared.handler
+    assert listed.read is declared.read
     assert lazy.get("eco_no_such_tool") is None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from mcp.shared.inbound import validate_mcp_param_headers
 from pydantic import Field
 
-from mcp_gateway.models import ToolInput
+from eco_core.wire import ToolInput
 from mcp_gateway.registry import Registry
 from mcp_gateway.server import build_server
 from tests.gateway.conftest import make_cfg

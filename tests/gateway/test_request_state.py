@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from eco_core import request_state
 from eco_core.errors import EcoError
-from mcp_gateway import request_state
 
 
 def test_state_round_trips_across_processes_because_it_is_self_contained():

@@ -12,8 +12,8 @@ import mcp_types as types
 import pytest
 
 from eco_core.config import load_config
+from families.call import CallContext
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
 from mcp_gateway.tokens import choose_token
 

@@ -9,8 +9,8 @@ import pytest
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
+from families.call import CallContext
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from mcp_gateway.server import _wire
 from tests.gateway.conftest import make_cfg
 from tests.gateway.fakes import echo_spec

@@ -14,7 +14,7 @@ import httpx
 from upstream_sim.tokens import check_token, issue_token
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT_PACKAGES = {"eco_service", "catalog", "mcp_gateway", "downloads"}
+PRODUCT_PACKAGES = {"eco_service", "catalog", "mcp_gateway", "downloads", "families"}
 
 
 def _free_port() -> int:

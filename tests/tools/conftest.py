@@ -16,8 +16,8 @@ from django.db import connections
 from mcp import Client
 
 from eco_core import config as eco_config
+from families.call import CallContext
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
 from tests.catalog.conftest import catalog_module, fresh_index, mini_client  # noqa: F401  (fixtures)
 from upstream.client import close_clients

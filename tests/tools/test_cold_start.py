@@ -11,8 +11,8 @@ from django.db import connections
 from catalog import index
 from catalog.services import warm as catalog_services
 from eco_core import config as eco_config
+from families.call import CallContext
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
 from tests.tools.conftest import sim_config
 from upstream.client import close_clients

@@ -172,9 +172,9 @@ async def test_a_repeated_catalog_only_call_is_answered_by_the_same_object_and_t
     """Catalog-only answers are kept per index and input (the gateway then reuses their dump and
     text); an answer that asked the upstream is never kept."""
     from catalog.index import get_index
+    from eco_core.wire import is_returned_again
+    from families.call import CallContext
     from mcp_gateway.arguments import parse_arguments
-    from mcp_gateway.context import CallContext
-    from mcp_gateway.models import is_returned_again
     from mcp_gateway.registry import default_registry
     from mcp_gateway.tools import products
 

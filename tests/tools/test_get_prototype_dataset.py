@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from eco_core.wire import Envelope, ToolInput
 from mcp_gateway import registry as registry_mod
-from mcp_gateway.models import Envelope, ToolInput
 from mcp_gateway.registry import Registry, ToolSpec
 from tests.tools.conftest import error_of
 from upstream_sim.biodata import RECORDED_PROTO_UUID
@@ -116,7 +116,7 @@ async def test_next_steps_cite_it_and_name_the_download_tool_only_where_it_is_li
 
     # With a stdio-only download tool registered: named on stdio, never over HTTP.
     download = ToolSpec(name="eco_download_files", title="d", description="d", surface="downloads",
-                        input_model=ToolInput, output_model=Envelope, handler=noop, stdio_only=True)
+                        input_model=ToolInput, output_model=Envelope, read=noop, stdio_only=True)
     specs = [s for s in base._specs.values() if s.name != "eco_download_files"] + [download]
     monkeypatch.setattr(registry_mod, "_default", Registry(specs))
     stdio = (await run_tool(TITLED, {"uuid": RECORDED_PROTO_UUID})).ok

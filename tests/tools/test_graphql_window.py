@@ -13,8 +13,8 @@ from mcp import Client
 
 from catalog.graphql_window import SCHEMA_FILE, shorten, window_schema
 from eco_core import config as eco_config
+from families.call import CallContext
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
 from tests.gateway.checks import assert_valid_tool_result
 from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)

@@ -11,8 +11,8 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 
 from eco_core import config as eco_config
+from families.call import CallContext
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
 from tests.tools.conftest import Outcome, sim_config
 from upstream.client import close_clients

@@ -13,8 +13,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from eco_core import request_state
 from eco_core.config import load_config
-from mcp_gateway import request_state
 from tests.gateway.checks import assert_error, assert_valid_tool_result
 from tests.gateway.conftest import PYTHON, REPO, fake_catalog, http_server, stdio_env  # noqa: F401  (fixtures)
 from tests.tools.conftest import Outcome, error_of

@@ -18,8 +18,8 @@ from catalog.models import CATALOGS, CatalogState, ProductRow
 from catalog.services import refresh_catalogs, warm
 from catalog.status import catalog_status, readiness
 from eco_core import config as eco_config
+from families.call import CallContext
 from mcp_gateway.calls import execute
-from mcp_gateway.context import CallContext
 from mcp_gateway.registry import default_registry
 from upstream.client import UpstreamClient, close_clients
 
