@@ -101,6 +101,8 @@ async def catalog_index(cfg: EcoConfig, client: UpstreamClient, *,
 
             await ensure_catalogs(cfg, client=client, need=tuple(extra))
             idx = await catalog_read(get_index)
+            for catalog in extra:
+                built(idx, catalog)
     return idx
 
 

@@ -20,8 +20,10 @@ from typing import Any
 import mcp_types as types
 
 from eco_core import redact, request_state
+from eco_core.bounds import check_bounds
+from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
-from eco_core.kept import KeptByIdentity
+from eco_core.memo import memos
 from eco_core.paging import cap_page_sizes
 from eco_core.wire import Envelope, is_returned_again
 from families.call import CallContext, InputNeeded
@@ -72,7 +74,7 @@ def internal_error(spec_name: str) -> EcoError:
 # their tool marked as returned again (models.returned_again) are kept: most tools make a new
 # answer every call, and keeping those would only churn memory. Bounded by the texts' size too,
 # as a payload holds several times its text in Python objects.
-_kept_results: KeptByIdentity[tuple[dict[str, Any] | None, str]] = KeptByIdentity(max_entries=64, max_weight=2 << 20)
+_kept_results = memos.by_identity("calls.results", max_entries=64, max_weight=2 << 20)
 
 
 class _Answer:
@@ -259,7 +261,7 @@ async def _execute(
                     f"{spec.name} runs only on the stdio transport",
                     details={"tool": spec.name},
                 )
-            args = _capped(parse_arguments(spec, arguments), call.cfg.limits.max_limit, call.cfg.limits.default_limit)
+            args = _capped(parse_arguments(spec, arguments), call.cfg)
             if spec.requires_token and token is None and not _token_optional(spec, args):
                 raise EcoError(
                     "auth_required",
@@ -295,17 +297,20 @@ async def _execute(
     )
 
 
-# Page sizes capped per kept input (mcp_gateway.arguments keeps valid inputs, so the same
-# arguments arrive as the same instance). An input that cap_page_sizes refuses raises and is not kept.
-_caps: KeptByIdentity[Any] = KeptByIdentity(max_entries=1024)
+# Checked and capped inputs per kept input and configuration (mcp_gateway.arguments keeps valid
+# inputs, so the same arguments arrive as the same instance). An input refused here is not kept.
+_caps = memos.by_identity("calls.capped_inputs", max_entries=1024)
 
 
-def _capped(args: Any, max_limit: int, default_limit: int | None) -> Any:
-    kept = _caps.get(args)
-    if kept is not None and kept[0] == max_limit and kept[1] == default_limit:
-        return kept[2]
-    capped = cap_page_sizes(args, max_limit, default_limit=default_limit)
-    _caps.put(args, value=(max_limit, default_limit, capped))
+def _capped(args: Any, cfg: EcoConfig) -> Any:
+    """The input within the server's bounds: configured bounds checked (eco_core.bounds), page
+    sizes filled and capped (eco_core.paging)."""
+    kept = _caps.get(args, cfg)
+    if kept is not None:
+        return kept
+    check_bounds(args, cfg)
+    capped = cap_page_sizes(args, cfg.limits.max_limit, default_limit=cfg.limits.default_limit)
+    _caps.put(args, cfg, value=capped)
     return capped
 
 

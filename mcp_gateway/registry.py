@@ -30,7 +30,7 @@ from typing import Any
 
 import mcp_types as types
 
-from eco_core.config import ConfigError
+from eco_core.config import ConfigError, get_config
 from eco_core.wire import Envelope, ToolInput
 from families.call import CallContext
 from mcp_gateway.schemas import input_schema, output_schema
@@ -197,9 +197,11 @@ def _stamp(h: Any, path: Path, root: Path) -> None:
 
 def listing_fingerprint(package: str = TOOLS_PACKAGE) -> str:
     """Names the rendered tool list: every source file of the project packages (path, mtime,
-    size), the installed SDK and pydantic, the Python version and this file format. Stats only
-    (~250 files, a few ms); any change at all is a new name, so a stale listing is never read."""
-    h = hashlib.sha256(f"{LISTING_FORMAT}|{package}|{sys.version}".encode())
+    size), the installed SDK and pydantic, the Python version, this file format and the limits
+    settings (input bounds that are settings are rendered from them). Stats only, a few ms; any
+    change at all is a new name, so a stale listing is never read."""
+    limits = get_config().limits.model_dump_json()
+    h = hashlib.sha256(f"{LISTING_FORMAT}|{package}|{sys.version}|{limits}".encode())
     for root in _package_dirs(SOURCE_PACKAGES):
         for folder, subdirs, files in os.walk(root):
             subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")

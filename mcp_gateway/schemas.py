@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from eco_core.bounds import apply_to_schema
+from eco_core.config import EcoConfig, get_config
 from eco_core.wire import Envelope, ToolInput
 
 JSON_SCHEMA_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -54,11 +56,13 @@ def _merge_nullable(node: dict[str, Any]) -> dict[str, Any]:
     return {**other, **merged, "type": [other["type"], "null"]}
 
 
-def input_schema(model: type[ToolInput]) -> dict[str, Any]:
+def input_schema(model: type[ToolInput], cfg: EcoConfig | None = None) -> dict[str, Any]:
+    """The model's schema, with bounds that are settings (eco_core.bounds) from `cfg` (default:
+    the active configuration)."""
     schema = _compact(model.model_json_schema(by_alias=False, mode="validation"), output=False)
     # camelCase spellings are accepted too, so the schema must not forbid other property names.
     schema.pop("additionalProperties", None)
-    return {"$schema": JSON_SCHEMA_2020_12, **schema}
+    return {"$schema": JSON_SCHEMA_2020_12, **apply_to_schema(schema, model, cfg or get_config())}
 
 
 def output_schema(model: type[Envelope]) -> dict[str, Any]:

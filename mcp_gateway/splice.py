@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from eco_core.kept import KeptByIdentity
+from eco_core.memo import memos
 
 KEY = "io.eco-mcp/splice"
 _OBJECT_HEAD = b'{"' + KEY.encode() + b'":'
@@ -69,7 +69,7 @@ def defer(text: str) -> tuple[str, dict[str, str]] | None:
 
 # The encodings of kept results' texts (calls._finish hands them over): such a text is the same
 # object call after call, and quoting a 20 KB text alone was a third of such a call's instructions.
-_encoded: KeptByIdentity[tuple[bytes, bytes]] = KeptByIdentity(max_entries=64, max_weight=4 << 20)
+_encoded = memos.by_identity("splice.encoded", max_entries=64, max_weight=4 << 20)
 
 
 def _encode(text: str) -> tuple[bytes, bytes]:
