@@ -532,8 +532,10 @@ async def download(*, idx: CatalogIndex, client: UpstreamClient, cfg: EcoConfig,
     by_path = {str(i.rel): i for i in plan.items}
     # A skipped file is recorded again when the manifest did not know it, or knew it under
     # another MD5 or release (the bytes are the same; the release they belong to moved on).
-    manifest.update(plan.root, {r.path: _entry(by_path[r.path], r) for r in done if r.status != "skipped"
-                                or r.path not in known or r.changed_upstream})
+    note = manifest.update(plan.root, {r.path: _entry(by_path[r.path], r) for r in done if r.status != "skipped"
+                                       or r.path not in known or r.changed_upstream})
+    if note:
+        plan.notes.append(note)
     failed = [r for r in results if isinstance(r, BaseException)]
     if failed:
         transfer.remove_empty_dirs()

@@ -1,0 +1,48 @@
+"""The manifest and `.part` files on their own (no simulator): what stands at their names and is
+not what the service wrote is never read, written or extended through; temporary names cannot be
+guessed; a `dest_subdir` is measured against the file system's own limit on a name."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from downloads import manifest
+
+ENTRY = {"a/b.csv": {"md5": "1" * 32, "release": "RELEASE-2026"}}
+
+
+def test_a_fifo_at_the_manifests_name_is_neither_waited_on_nor_read_and_is_replaced(tmp_path: Path):
+    os.mkfifo(tmp_path / manifest.NAME)
+    assert manifest.load(tmp_path) == {}  # returns at once: no writer is waited for
+    note = manifest.update(tmp_path, ENTRY)
+    assert note and "not a regular file" in note
+    assert manifest.load(tmp_path) == ENTRY and (tmp_path / manifest.NAME).is_file()
+
+
+def test_the_manifests_temporary_names_cannot_be_guessed_and_none_is_left(tmp_path: Path, monkeypatch):
+    used: list[str] = []
+    replace = os.replace
+
+    def recording(src, dst):
+        used.append(os.path.basename(src))
+        return replace(src, dst)
+
+    monkeypatch.setattr(manifest.os, "replace", recording)
+    manifest.update(tmp_path, ENTRY)
+    manifest.update(tmp_path, {"c.csv": {"md5": "2" * 32}})
+    assert len(set(used)) == 2 and not any(str(os.getpid()) in n for n in used)
+    assert all(n.startswith(f".{manifest.NAME}.") and len(n) > len(manifest.NAME) + 16 for n in used)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [manifest.NAME]
+    assert set(json.loads((tmp_path / manifest.NAME).read_text())["files"]) == {"a/b.csv", "c.csv"}
+
+
+def test_a_manifest_that_cannot_be_written_is_a_note_not_a_failure(tmp_path: Path, monkeypatch):
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(manifest.os, "replace", full)
+    note = manifest.update(tmp_path, ENTRY)
+    assert note and "No space left" in note
+    assert list(tmp_path.iterdir()) == []  # the temporary file went too
