@@ -244,3 +244,63 @@ async def test_a_directory_in_the_manifests_place_leaves_downloads_working_and_s
     assert (dl_dir / BIRDS / SITE / MONTH / name).read_bytes() == data
     assert (dl_dir / MANIFEST / "old" / "keep.csv").read_text() == "mine"
     assert sorted(p.name for p in dl_dir.iterdir()) == sorted([BIRDS, MANIFEST])  # no .tmp left
+
+
+@pytest.mark.parametrize("dest_subdir", [
+    MANIFEST,
+    f"{MANIFEST}/inside",
+    f".{MANIFEST}.tmp",
+    "notes.txt",  # an existing file
+    "notes.txt/deeper",
+    "a" * 300,  # one component longer than a file name may be
+    "ok/" + "b" * 256,
+])
+async def test_a_dest_subdir_naming_the_manifest_a_file_or_a_too_long_name_is_denied_before_any_request(
+        call_tool, fresh_sim, dl_dir, dest_subdir):
+    (dl_dir / "notes.txt").write_text("mine")
+    (dl_dir / "ok").mkdir()
+    before = snapshot(dl_dir)
+    err = error_of(await call_tool("eco_download_files", {**SEL, "dest_subdir": dest_subdir}),
+                   "download_denied", "dest_subdir")
+    assert "dest_subdir" in err["hint"]
+    assert snapshot(dl_dir) == before
+    assert len(storage_requests(fresh_sim)) == 0 and fresh_sim.requests.count(r"^/api/v0/data") == 0
+
+
+@pytest.mark.parametrize("in_the_way, kind", [
+    ("{product}", "file"),
+    ("{product}/{site}/{month}", "file"),
+    ("{product}/{site}/{month}/{name}", "directory"),
+    ("{product}/{site}/{month}/{name}.part", "directory"),
+])
+async def test_something_in_the_way_of_a_destination_is_denied_by_name_before_any_transfer(
+        call_tool, fresh_sim, dl_dir, in_the_way, kind):
+    name, _ = one_file(fresh_sim)
+    rel = in_the_way.format(product=BIRDS, site=SITE, month=MONTH, name=name)
+    path = dl_dir / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "file":
+        path.write_text("mine")
+    else:
+        (path / "inner").mkdir(parents=True)
+    before = snapshot(dl_dir)
+    err = error_of(await call_tool("eco_download_files", {**SEL, "name_contains": name}), "download_denied")
+    assert rel in err["message"] and kind in err["message"], err
+    assert rel in err["hint"] or "move" in err["hint"].lower(), err
+    assert snapshot(dl_dir) == before
+    assert len(storage_requests(fresh_sim)) == 0
+
+
+@pytest.mark.parametrize("args, field", [
+    ({"spec_number": ".."}, "spec_number"),
+    ({"spec_number": "."}, "spec_number"),
+    ({"spec_number": "NEON/../x"}, "spec_number"),
+    ({"prototype_uuid": ".."}, "prototype_uuid"),
+    ({"prototype_uuid": "x", "file_names": ["a.csv", ".."]}, "file_names"),
+])
+async def test_a_dot_segment_in_an_identifier_that_names_a_download_path_is_invalid_before_any_request(
+        call_tool, fresh_sim, dl_dir, args, field):
+    before = snapshot(dl_dir)
+    error_of(await call_tool("eco_download_files", args, token=None), "invalid_argument", field)
+    assert snapshot(dl_dir) == before
+    assert fresh_sim.requests.count(r"^/api/v0/(documents|prototype)") == 0

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from downloads import manifest
+import pytest
+
+from downloads import manifest, paths
+from eco_core.errors import EcoError
 
 ENTRY = {"a/b.csv": {"md5": "1" * 32, "release": "RELEASE-2026"}}
 
@@ -46,3 +49,21 @@ def test_a_manifest_that_cannot_be_written_is_a_note_not_a_failure(tmp_path: Pat
     note = manifest.update(tmp_path, ENTRY)
     assert note and "No space left" in note
     assert list(tmp_path.iterdir()) == []  # the temporary file went too
+
+
+def test_dest_subdir_names_are_held_to_the_file_systems_own_limit(tmp_path: Path):
+    name_max, path_max = paths.limits(tmp_path / "not" / "there" / "yet")
+    assert (name_max, path_max) == (os.pathconf(tmp_path, "PC_NAME_MAX"), os.pathconf(tmp_path, "PC_PATH_MAX"))
+    assert paths.subdir("a" * name_max, name_max=name_max) == PurePosixPath("a" * name_max)
+    with pytest.raises(EcoError) as exc:
+        paths.subdir("ok/" + "é" * (name_max // 2 + 1), name_max=name_max)  # counted in bytes, not characters
+    assert exc.value.code == "download_denied" and exc.value.details["nameMax"] == name_max
+
+
+@pytest.mark.parametrize("value", [manifest.NAME, manifest.NAME.upper(), f"{manifest.NAME}/x",
+                                   f".{manifest.NAME}.0123.tmp"])
+def test_a_dest_subdir_may_not_take_the_manifests_name(value):
+    with pytest.raises(EcoError) as exc:
+        paths.subdir(value)
+    assert exc.value.code == "download_denied" and "dest_subdir" in exc.value.message
+    assert paths.subdir(f"runs/{manifest.NAME}") == PurePosixPath(f"runs/{manifest.NAME}")  # only at the top
