@@ -108,7 +108,7 @@ async def test_chunks_reach_the_file_whole_and_in_order_when_the_kernel_writes_l
 
     monkeypatch.setattr(transfer.os, "writev", short)
     chunks = [b"abcdefgh", b"", b"ij", b"klmnopqrstuvwxyz", b"0123456789"]
-    sink = transfer._Sink(tmp_path / "f.part", False, hashlib.md5(), transfer._Lane(1))
+    sink = transfer._Sink(tmp_path / "f.part", hashlib.md5(), transfer._Lane(1))
     for chunk in chunks:
         sink.add(chunk)
     await sink.complete(lambda digest: None)
@@ -162,7 +162,7 @@ async def test_a_transfer_cancelled_while_a_batch_is_written_closes_its_file_aft
         return writev(fd, buffers)
 
     monkeypatch.setattr(transfer.os, "writev", held_back)
-    sink = transfer._Sink(tmp_path / "f.part", False, hashlib.md5(), transfer._Lane(2))
+    sink = transfer._Sink(tmp_path / "f.part", hashlib.md5(), transfer._Lane(2))
     sink.add(b"first")
     await sink.spill()
     sink.add(b"second")
@@ -174,7 +174,6 @@ async def test_a_transfer_cancelled_while_a_batch_is_written_closes_its_file_aft
     with pytest.raises(asyncio.CancelledError):
         await closing
     assert (tmp_path / "f.part").read_bytes() == b"firstsecond"
-
 
 
 def one_file(sim) -> tuple[str, bytes]:
@@ -304,3 +303,34 @@ async def test_a_dot_segment_in_an_identifier_that_names_a_download_path_is_inva
     error_of(await call_tool("eco_download_files", args, token=None), "invalid_argument", field)
     assert snapshot(dl_dir) == before
     assert fresh_sim.requests.count(r"^/api/v0/(documents|prototype)") == 0
+
+
+async def test_a_hard_linked_part_file_is_not_resumed_through_the_link_but_fetched_afresh(
+        call_tool, fresh_sim, dl_dir, outside):
+    name, data = one_file(fresh_sim)
+    folder = dl_dir / BIRDS / SITE / MONTH
+    folder.mkdir(parents=True)
+    other = outside / "other-link.bin"
+    other.write_bytes(data[: len(data) // 2])  # a true prefix: resuming it would look valid
+    os.link(other, folder / (name + ".part"))
+    body = (await call_tool("eco_download_files", {**SEL, "name_contains": name})).ok
+    assert body["files"][0]["status"] == "downloaded" and body["files"][0]["verified"]
+    assert other.read_bytes() == data[: len(data) // 2] and os.stat(other).st_nlink == 1
+    assert (folder / name).read_bytes() == data and not (folder / (name + ".part")).exists()
+    [req] = storage_requests(fresh_sim)
+    assert "range" not in req.headers
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another user needs root")
+async def test_a_part_file_owned_by_another_user_is_discarded_not_resumed(call_tool, fresh_sim, dl_dir):
+    name, data = one_file(fresh_sim)
+    folder = dl_dir / BIRDS / SITE / MONTH
+    folder.mkdir(parents=True)
+    part = folder / (name + ".part")
+    part.write_bytes(data[:10])
+    os.chown(part, 65534, 65534)
+    body = (await call_tool("eco_download_files", {**SEL, "name_contains": name})).ok
+    assert body["files"][0]["status"] == "downloaded"
+    assert (folder / name).read_bytes() == data and (folder / name).stat().st_uid == os.geteuid()
+    [req] = storage_requests(fresh_sim)
+    assert "range" not in req.headers

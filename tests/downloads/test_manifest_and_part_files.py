@@ -4,13 +4,14 @@ guessed; a `dest_subdir` is measured against the file system's own limit on a na
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path, PurePosixPath
 
 import pytest
 
-from downloads import manifest, paths
+from downloads import manifest, paths, transfer
 from eco_core.errors import EcoError
 
 ENTRY = {"a/b.csv": {"md5": "1" * 32, "release": "RELEASE-2026"}}
@@ -49,6 +50,41 @@ def test_a_manifest_that_cannot_be_written_is_a_note_not_a_failure(tmp_path: Pat
     note = manifest.update(tmp_path, ENTRY)
     assert note and "No space left" in note
     assert list(tmp_path.iterdir()) == []  # the temporary file went too
+
+
+def test_a_part_file_is_continued_only_when_it_is_the_services_own_single_link_file(tmp_path: Path):
+    part = tmp_path / "f.csv.part"
+    part.write_bytes(b"prefix")
+    h = hashlib.md5()
+    fd = transfer._reopen_part(part, 6, h)
+    os.close(fd)
+    assert h.hexdigest() == hashlib.md5(b"prefix").hexdigest()
+    with pytest.raises(transfer._PartChanged):  # not the size that was listed: swapped since
+        transfer._reopen_part(part, 5, hashlib.md5())
+    os.link(part, tmp_path / "other")
+    with pytest.raises(transfer._PartChanged):  # a second link would be written through
+        transfer._reopen_part(part, 6, hashlib.md5())
+    os.unlink(part)
+    part.symlink_to(tmp_path / "other")
+    with pytest.raises(transfer._PartChanged):  # never followed
+        transfer._reopen_part(part, 6, hashlib.md5())
+
+
+def test_a_new_part_file_is_a_new_file_even_where_a_hard_link_stood(tmp_path: Path):
+    other = tmp_path / "other"
+    other.write_bytes(b"someone else's")
+    os.link(other, tmp_path / "f.csv.part")
+    fd = transfer._create_part(tmp_path / "f.csv.part", "f.csv")
+    os.write(fd, b"new")
+    os.close(fd)
+    assert other.read_bytes() == b"someone else's" and (tmp_path / "f.csv.part").read_bytes() == b"new"
+
+
+def test_a_directory_where_a_part_file_must_be_created_is_download_denied_by_name(tmp_path: Path):
+    (tmp_path / "f.csv.part").mkdir()
+    with pytest.raises(EcoError) as exc:
+        transfer._create_part(tmp_path / "f.csv.part", "x/f.csv")
+    assert exc.value.code == "download_denied" and "x/f.csv.part" in exc.value.message
 
 
 def test_dest_subdir_names_are_held_to_the_file_systems_own_limit(tmp_path: Path):
