@@ -6,11 +6,12 @@ Sources: data files (the eco_list_files selectors: one listing request), package
 site-month (the same listing sizes them), a prototype dataset's files, one document. Then the
 checks, in this order, each refusing the whole call with nothing written: file count and byte
 caps (`download_limit_exceeded`, with the plan's totals), every URL's host on the allow-list and
-every destination inside the download directory (`download_denied`).
+every destination inside the download directory with nothing in its way (`download_denied`).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
@@ -107,6 +108,14 @@ def _source_of(req: Request) -> Source:
             field_name = "site_codes" if not req.site_codes else "start_month"
             raise EcoError("invalid_argument", f"{field_name}: required with product", details={"field": field_name})
         return "zip" if req.as_zip else "data"
+    for name, values in (("prototype_uuid", [req.prototype_uuid]), ("file_names", req.file_names or []),
+                         ("spec_number", [req.spec_number])):
+        for value in values:
+            if value is not None and any(seg in (".", "..") for seg in value.replace("\\", "/").split("/")):
+                # These name the request's URL path and the file's place on disk: a dot segment
+                # would move both.
+                raise EcoError("invalid_argument", f"{name}: {value!r} has a '.' or '..' path segment",
+                               details={"field": name})
     return "prototype" if req.prototype_uuid else "document"
 
 
@@ -119,10 +128,12 @@ async def make_plan(*, idx: CatalogIndex, client: UpstreamClient, cfg: EcoConfig
     if req.site_codes is not None and len(req.site_codes) > cap:
         raise EcoError("query_too_large", f"site_codes: {len(req.site_codes)} sites, at most {cap} per call",
                        details={"field": "site_codes", "sites": len(req.site_codes), "maxSites": cap})
-    base = paths.subdir(req.dest_subdir)
     root = cfg.download_dir
+    name_max, path_max = paths.limits(root)
+    base = paths.subdir(req.dest_subdir, name_max=name_max)
     # The named sub-directory is checked before any request: a refusal costs nothing upstream.
-    paths.confine(root, base)
+    confine = paths.Confiner(root)
+    confine.directory(base, "dest_subdir")
     resolved: dict[str, Any] = {}
     items: list[Item] = []
     if source in ("data", "zip"):
@@ -170,7 +181,8 @@ async def make_plan(*, idx: CatalogIndex, client: UpstreamClient, cfg: EcoConfig
             if not pf.url:
                 raise EcoError("upstream_error", f"/prototype/data/{{uuid}}: {pf.file_name} has no URL",
                                details={"endpoint": "/prototype/data/{uuid}"})
-            items.append(Item(url=pf.url, rel=base / "prototypes" / data.dataset_uuid / paths.plain_name(pf.file_name),
+            folder = paths.plain_name(data.dataset_uuid, "prototype_uuid")
+            items.append(Item(url=pf.url, rel=base / "prototypes" / folder / paths.plain_name(pf.file_name),
                               name=pf.file_name, source="prototype", size=pf.size, md5=pf.md5, token_only=False))
     else:
         assert req.spec_number
@@ -178,12 +190,13 @@ async def make_plan(*, idx: CatalogIndex, client: UpstreamClient, cfg: EcoConfig
         name = paths.plain_name(f"{req.spec_number}.pdf", "spec_number")
         items.append(Item(url=head.url, rel=base / "documents" / name, name=name, source="document",
                           size=head.size, md5=None, token_only=False))
-    plan = Plan(root=root, items=items, resolved=resolved)
-    check(plan, cfg, req)
+    plan = Plan(root=root, items=items, resolved=resolved, confiner=confine)
+    check(plan, cfg, req, name_max=name_max, path_max=path_max)
     return plan
 
 
-def check(plan: Plan, cfg: EcoConfig, req: Request) -> None:
+def check(plan: Plan, cfg: EcoConfig, req: Request, *, name_max: int = paths.NAME_MAX,
+          path_max: int = paths.PATH_MAX) -> None:
     """Caps, hosts, destinations and if_exists, in that order; nothing has been written yet."""
     d = cfg.downloads
     largest = max((i.size or 0 for i in plan.items), default=0)
@@ -203,9 +216,20 @@ def check(plan: Plan, cfg: EcoConfig, req: Request) -> None:
         raise EcoError("download_limit_exceeded", "download plan too large: " + "; ".join(over)
                        + " (narrow the selectors or call again for the rest)", details=totals)
     allowed = paths.host_matcher(d.allowed_hosts)
-    confine = plan.confiner = paths.Confiner(plan.root)
+    confine = plan.confiner = plan.confiner or paths.Confiner(plan.root)
     for item in plan.items:
         paths.check_url(item.url, allowed)
-        target = confine(item.rel)
+        # The .part beside the file must fit the file system too (upstream names are long).
+        part_name = len(paths.name_bytes(item.rel.name, str(item.rel))) + len(".part")
+        if part_name > name_max:
+            raise paths.denied(f"{item.rel}: the file name is {part_name - 5} bytes, too long for this file system "
+                               f"with its .part suffix (at most {name_max})", "Download it with eco_list_files' "
+                               "URL under a shorter name.", path=str(item.rel), nameMax=name_max)
+        target = confine(item.rel, None)
+        if len(os.fsencode(str(target))) + len(".part") >= path_max:
+            raise paths.denied(f"{item.rel}: the path is too long for this file system (at most {path_max} bytes)",
+                               "Choose a shorter dest_subdir (or a download directory nearer the root).",
+                               path=str(item.rel), pathMax=path_max)
+        confine.file_place(item.rel, target)
         if req.if_exists == "error" and confine.entry(target) is not None:
             raise paths.denied(f"if_exists: {item.rel} already exists", field="if_exists", path=str(item.rel))

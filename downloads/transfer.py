@@ -5,19 +5,24 @@
 Each file streams to `<name>.part` beside its final name, is checked (MD5 for data and
 prototype files; ZIP integrity for package ZIPs; the announced length for documents) and only
 then renamed. A mismatch deletes the partial file (`checksum_mismatch`). A `.part` left by an
-interrupted call is continued with a Range request (the MD5 still covers the whole file); a
-signed URL that has expired is refreshed by asking NEON for the file again. An existing file
-identical to the upstream one is skipped. Transfers run `eco.max_concurrency` at a time, with
-progress on stderr for long plans, and every call updates the directory's manifest.
+interrupted call is continued with a Range request (the MD5 still covers the whole file) when it
+is this service's own: a regular file of one link, owned by the service's user; anything else
+at that name is removed (by name) and the file fetched afresh, never written through, and a new
+`.part` is always created exclusively. A signed URL that has expired is refreshed by asking NEON
+for the file again. An existing file identical to the upstream one is skipped. Transfers run
+`eco.max_concurrency` at a time, with progress on stderr for long plans, and every call updates
+the directory's manifest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import errno
 import hashlib
 import logging
 import os
+import stat
 import threading
 import time
 import zipfile
@@ -47,10 +52,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("eco.downloads")
 
 CHUNK = 1 << 20
-# O_NOFOLLOW: a symlink put in a .part file's place is never written through.
-_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
-_CREATE = _FLAGS | os.O_TRUNC
-_APPEND = _FLAGS | os.O_APPEND
+# O_NOFOLLOW: a symlink put in a .part file's place is never written through; O_EXCL: a new
+# .part is a new file, never one someone linked there; O_NONBLOCK: opening a FIFO never waits.
+_BASE = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BASE
+_REOPEN = os.O_RDWR | os.O_APPEND | getattr(os, "O_NONBLOCK", 0) | _BASE
+_EUID = os.geteuid() if hasattr(os, "geteuid") else None
+# Errors that mean something in the download directory is in the way, not a bug.
+_IN_THE_WAY = (errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG, errno.ELOOP,
+               errno.EEXIST)
 # At most this many buffers per writev (POSIX guarantees 16; Linux takes 1024).
 _IOV = 512
 # Body bytes gathered before one write + MD5 batch (see _Sink).
@@ -130,12 +140,6 @@ def md5_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def _hash_into(h: hashlib._Hash, path: Path) -> None:
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(CHUNK), b""):
-            h.update(block)
-
-
 def _identical(target: Path, item: Item) -> bool:
     if not target.is_file():
         return False
@@ -170,6 +174,72 @@ def _write_all(fd: int, chunks: list[bytes | bytearray]) -> None:
 def _checksum_error(item: Item, got: str, why: str) -> EcoError:
     return EcoError("checksum_mismatch", f"{item.rel}: {why}; the partial file was removed",
                     details={"path": str(item.rel), "expected": item.md5, "got": got}, retryable=True)
+
+
+class _PartChanged(Exception):
+    """The .part to continue is no longer the one that was checked: start the file afresh."""
+
+
+def _ours(st: os.stat_result) -> bool:
+    """A .part this service may continue: a regular file of one link, owned by the service's user
+    (a second link would be written through; another user's file is not ours to extend)."""
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and (_EUID is None or st.st_uid == _EUID)
+
+
+def _blocked(rel: str, exc: OSError) -> EcoError:
+    return paths.denied(f"{rel}: cannot be written in the download directory ({exc.strerror or exc})",
+                        f"Move whatever is at {rel} out of the download directory, or choose another dest_subdir.",
+                        path=rel)
+
+
+def _discard(part: Path, rel: str) -> None:
+    """Remove what is at the .part name (the name only: a link's target is never touched)."""
+    try:
+        part.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise _blocked(f"{rel}.part", exc) from None
+
+
+def _create_part(part: Path, rel: str) -> int:
+    """A new, empty .part: created exclusively, so a name someone linked or planted since the
+    check is removed (by name) rather than opened."""
+    for _ in range(3):
+        try:
+            return os.open(part, _CREATE, 0o644)
+        except FileExistsError:
+            _discard(part, rel)
+        except OSError as exc:
+            if exc.errno in _IN_THE_WAY:
+                raise _blocked(f"{rel}.part", exc) from None
+            raise
+    raise paths.denied(f"{rel}.part: something keeps re-creating it in the download directory",
+                       f"Stop whatever writes {rel}.part, then call again.", path=f"{rel}.part")
+
+
+def _reopen_part(part: Path, offset: int, h: hashlib._Hash) -> int:
+    """The .part to continue, opened without following a symlink and checked again on the open
+    file (it may have been swapped since it was listed); its bytes go into `h`."""
+    try:
+        fd = os.open(part, _REOPEN)
+    except OSError:
+        raise _PartChanged() from None
+    try:
+        st = os.fstat(fd)
+        if not _ours(st) or st.st_size != offset:
+            raise _PartChanged()
+        done = 0
+        while done < offset:
+            block = os.pread(fd, min(CHUNK, offset - done), done)
+            if not block:
+                raise _PartChanged()
+            h.update(block)
+            done += len(block)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class _Lane:
@@ -239,9 +309,10 @@ class _Sink:
     on the call's _Lane: most data files are a single batch, so a file costs one job at most, and
     no hop at all when a lane thread is still busy with the file before."""
 
-    def __init__(self, part: Path, append: bool, h: hashlib._Hash, lane: _Lane) -> None:
-        self.part, self.append, self.h, self.lane = part, append, h, lane
-        self.fd: int | None = None
+    def __init__(self, part: Path, h: hashlib._Hash, lane: _Lane, fd: int | None = None, rel: str = "") -> None:
+        """`fd`: a .part being continued (its bytes already in `h`); else a new one is created."""
+        self.part, self.h, self.lane, self.fd = part, h, lane, fd
+        self.rel = rel or part.name.removesuffix(".part")
         self.buf: list[bytes | bytearray] = []
         self.held = 0
         self.pending: asyncio.Future[None] | None = None
@@ -268,7 +339,7 @@ class _Sink:
         # os.open, not open(): a file object adds fstat, isatty and lseek calls, and each call
         # into the kernel hands the GIL back and forth with the loop.
         if self.fd is None:
-            self.fd = os.open(self.part, _APPEND if self.append else _CREATE, 0o666)
+            self.fd = _create_part(self.part, self.rel)
         update = self.h.update
         for chunk in chunks:
             update(chunk)
@@ -373,14 +444,22 @@ class Transfer:
         try:
             directory.mkdir()
         except FileExistsError:
-            pass
+            pass  # a file in its place since the plan was checked: creating the .part says so
         except FileNotFoundError:
             self._mkdirs(directory.parent)
             directory.mkdir()
             self.created.append(directory)
+        except OSError as exc:
+            if exc.errno not in _IN_THE_WAY:
+                raise
+            raise _blocked(self._shown(directory), exc) from None
         else:
             self.created.append(directory)
         self.present.add(directory)
+
+    def _shown(self, path: Path) -> str:
+        """`path` as the caller knows it: relative to the download directory."""
+        return os.path.relpath(path, self.confine.base)
 
     def remove_empty_dirs(self) -> None:
         """Directories this call made and left empty (a refused or failed transfer) go again."""
@@ -395,7 +474,7 @@ class Transfer:
             return await self._one(item, old, slot)
 
     async def _one(self, item: Item, old: dict | None, slot: _Slot) -> DownloadedFileOut:
-        target = self.confine(item.rel)
+        target = self.confine(item.rel, None)
         changed = manifest.changed(old, item.md5, item.release)
         out = dict(path=str(item.rel), name=item.name, source=item.source, md5=item.md5, product_code=item.product,
                    site_code=item.site, month=item.month, release=item.release, changed_upstream=changed)
@@ -405,32 +484,45 @@ class Transfer:
             self.progress.files_done += 1
             return DownloadedFileOut(**out, status="skipped", size=target.stat().st_size, verified=True)
         part = target.with_name(target.name + ".part")
+        rel = str(item.rel)
         offset = 0
         held = self.confine.entry(part)
-        if held is not None and held.is_symlink():
-            part.unlink(missing_ok=True)  # not a transfer of ours to continue: never followed, replaced
-        elif held is not None and held.is_file():
+        if held is not None:
             try:
-                offset = held.stat().st_size
+                st: os.stat_result | None = held.stat(follow_symlinks=False)
             except FileNotFoundError:  # gone since the directory was listed
-                pass
+                st = None
+            if st is not None and _ours(st):
+                offset = st.st_size
+            elif st is not None:
+                # Not a transfer of ours to continue (a symlink, a second link, another user's):
+                # its name goes, nothing is written through it, and the file comes afresh.
+                await self.lane.run(lambda: _discard(part, rel))
         if item.exact_size is not None and offset > item.exact_size:
-            part.unlink()
+            await self.lane.run(lambda: _discard(part, rel))
             offset = 0
         url = item.url
-        for attempt in range(2):
+        refreshed = False
+        while True:
             try:
                 size, digest, resumed = await self._stream(item, url, target, part, offset, slot)
                 break
+            except _PartChanged:
+                # Swapped between the listing and the open: start again from nothing (once at
+                # most: a transfer from offset 0 never continues a .part).
+                await self.lane.run(lambda: _discard(part, rel))
+                offset = 0
             except EcoError as exc:
                 upstream_status = exc.details.get("upstreamStatus")
-                if attempt == 0 and upstream_status == 416 and offset:
-                    part.unlink(missing_ok=True)  # the .part is not a prefix of this file any more
+                if upstream_status == 416 and offset:
+                    await self.lane.run(lambda: _discard(part, rel))  # not a prefix of this file any more
                     offset = 0
                     continue
-                if attempt == 0 and upstream_status in (400, 403) and item.source == "data" and item.product:
+                if (not refreshed and upstream_status in (400, 403) and item.source == "data"
+                        and item.product):
                     # An expired (or otherwise refused) signed URL: ask NEON for the file again.
                     assert item.site and item.month
+                    refreshed = True
                     url = await self.client.data_file_url(item.product, item.site, item.month, item.name)
                     paths.check_url(url, self.allowed)
                     continue
@@ -453,14 +545,11 @@ class Transfer:
         try:
             h = hashlib.md5()
             resumed = bool(offset) and resp.status_code == 206
-            if resumed:
-                await self.lane.run(lambda: _hash_into(h, part))
-                size = offset
-            else:
-                size = 0
             limit = self.cfg.downloads.max_file_bytes
             self._mkdirs(target.parent)
-            sink = _Sink(part, resumed, h, self.lane)
+            fd = await self.lane.run(lambda: _reopen_part(part, offset, h)) if resumed else None
+            size = offset if resumed else 0
+            sink = _Sink(part, h, self.lane, fd, str(item.rel))
             progress = self.progress
             try:
                 async for chunk in body_chunks(resp):
@@ -490,7 +579,12 @@ class Transfer:
     def _finish(self, item: Item, part: Path, target: Path, size: int, digest: str) -> None:
         """On a worker thread, after the .part file is closed."""
         self._verify(item, part, size, digest)
-        os.replace(part, target)
+        try:
+            os.replace(part, target)
+        except OSError as exc:  # a directory put in the file's place since the plan was checked
+            if exc.errno not in _IN_THE_WAY:
+                raise
+            raise _blocked(str(item.rel), exc) from None
 
     def _verify(self, item: Item, part: Path, size: int, digest: str) -> None:
         if not self.cfg.downloads.verify_checksums:
@@ -532,8 +626,10 @@ async def download(*, idx: CatalogIndex, client: UpstreamClient, cfg: EcoConfig,
     by_path = {str(i.rel): i for i in plan.items}
     # A skipped file is recorded again when the manifest did not know it, or knew it under
     # another MD5 or release (the bytes are the same; the release they belong to moved on).
-    manifest.update(plan.root, {r.path: _entry(by_path[r.path], r) for r in done if r.status != "skipped"
-                                or r.path not in known or r.changed_upstream})
+    note = manifest.update(plan.root, {r.path: _entry(by_path[r.path], r) for r in done if r.status != "skipped"
+                                       or r.path not in known or r.changed_upstream})
+    if note:
+        plan.notes.append(note)
     failed = [r for r in results if isinstance(r, BaseException)]
     if failed:
         transfer.remove_empty_dirs()
