@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from rapidfuzz import process
 
 from eco_core.errors import EcoError
+from eco_core.memo import memos
 from eco_core.wire import ToolInput
 from mcp_gateway.registry import ToolSpec
 
@@ -114,11 +115,10 @@ def parse_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> Tool
 
 # Valid inputs kept by their JSON text per input model: the same arguments validate to the same
 # input, and inputs are frozen, so one instance serves every call that sends them (many callers
-# send the same few searches and lookups). Validation was most of parsing's ~85,000
-# instructions a catalog call. Only inputs holding no filled list or object are kept: frozen
-# stops reassignment, not a handler changing a list inside. Bounded; the oldest goes first.
-KEPT_INPUTS = 1024
-_kept_inputs: dict[tuple[type[ToolInput], str], ToolInput] = {}
+# send the same few searches and lookups, and validation was most of parsing's cost). Only inputs
+# holding no filled list or object are kept: frozen stops reassignment, not a read changing a list
+# inside.
+_kept_inputs = memos.by_value("arguments.inputs", max_entries=1024)
 
 
 def keepable(args: ToolInput) -> bool:
@@ -142,7 +142,5 @@ def _validated(spec: ToolSpec, text: str, names: Mapping[str, str]) -> ToolInput
             details={"field": first_field, "errors": [{"field": f, "message": m} for f, m in problems]},
         ) from None
     if keepable(args):
-        if len(_kept_inputs) >= KEPT_INPUTS:
-            _kept_inputs.pop(next(iter(_kept_inputs)), None)
-        _kept_inputs[key] = args
+        _kept_inputs.put(key, args)
     return args
