@@ -17,7 +17,7 @@ The largest document: the simulator's product documents are real PDFs (fpdf, 3-6
 padded with PDF comment lines to the catalog's specSize (60 KB-900 KB); the largest accepted one
 is NEON.DOC.004239vC (DP2.30014.002, 896,272 bytes) at seed 1. The SIM-HUGE documents (30 MiB)
 are refused with result_too_large by design, so they are not measured. "extract only" is
-catalog.documents._extract on bytes already in memory; "cold tool call" is a whole
+families.documents.extract_pages on bytes already in memory; "cold tool call" is a whole
 eco_get_document extract_text call (GET over loopback, read into memory, extract, page) under
 tracemalloc. RSS high-water is VmHWM from /proc/self/status after resetting it (clear_refs 5).
 
@@ -154,18 +154,18 @@ def _reset_hwm() -> bool:
 
 
 def extraction(sim, number: str, body: bytes, seconds: float) -> dict:
-    from catalog.documents import _extract
+    from families.documents import extract_pages
     from mcp_gateway.registry import default_registry
 
-    pages = len(_extract(number, body))  # also warms pypdf's imports
+    pages = len(extract_pages(number, body))  # also warms pypdf's imports
     runs, t0 = 0, time.perf_counter()
     while runs < 200 and time.perf_counter() - t0 < seconds:
-        _extract(number, body)
+        extract_pages(number, body)
         runs += 1
     elapsed = time.perf_counter() - t0
 
     tracemalloc.start()
-    _extract(number, body)
+    extract_pages(number, body)
     extract_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
 

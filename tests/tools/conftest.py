@@ -90,9 +90,12 @@ class Outcome:
 @pytest.fixture
 def run_tool(sim_cfg):
     async def run(name: str, arguments: dict[str, Any] | None = None, *, transport: str = "stdio") -> Outcome:
-        spec = default_registry().get(name)
+        registry = default_registry()
+        spec = registry.get(name)
         assert spec is not None, name
-        call = CallContext(cfg=sim_cfg, transport=transport, protocol_version="2026-07-28")
+        # The tools this transport lists, as the server tells every call (reads name only those).
+        listed = frozenset(s.name for s in registry.listed(http=transport == "http"))
+        call = CallContext(cfg=sim_cfg, transport=transport, protocol_version="2026-07-28", listed_tools=listed)
         result = await execute(spec, arguments or {}, call, token=None)
         if not result.is_error:
             jsonschema.Draft202012Validator(spec.tool.output_schema).validate(result.structured_content)
