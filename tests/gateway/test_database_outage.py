@@ -85,6 +85,7 @@ def status_of(monkeypatch):
 
 async def _ping() -> dict[str, Any]:
     spec = default_registry().get("eco_ping")
+    assert spec is not None
     result = await _run(spec)
     assert not result.is_error, result.structured_content
     jsonschema.Draft202012Validator(spec.tool.output_schema).validate(result.structured_content)
