@@ -20,6 +20,7 @@ from django.db import connections
 
 from catalog.checks import built
 from catalog.index import CHECK_INTERVAL_S, CatalogIndex, get_index, peek_index
+from catalog.outage import DATABASE_DOWN
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from eco_core.wire import Source
@@ -75,7 +76,11 @@ async def catalog_index(cfg: EcoConfig, client: UpstreamClient, *,
     ensure_catalogs build it (missing) or schedule its refresh (refresh-ahead). Between the
     index's version checks (CHECK_INTERVAL_S) the index is answered on the event loop, without a
     thread hop: the two hops cost more than a search, and whether a catalog is due is checked at
-    most once an interval per configuration, as often as the index itself looks at the database."""
+    most once an interval per configuration, as often as the index itself looks at the database.
+
+    With the database unreachable nothing can be built or refreshed, but the index this process
+    holds still answers (get_index serves it through the outage); with none held the error
+    stands, and the call answers catalog_unavailable (mcp_gateway.calls)."""
     global _not_due
     idx = peek_index()
     if not (idx is not None and _not_due[0] is cfg and time.monotonic() < _not_due[1]):
@@ -83,7 +88,11 @@ async def catalog_index(cfg: EcoConfig, client: UpstreamClient, *,
         # needed to list the tools, and a stdio server lists them before anything else.
         from catalog.services import due_catalogs, ensure_catalogs
 
-        if await catalog_read(due_catalogs, cfg, ahead=cfg.cache.refresh_ahead):
+        try:
+            due = await catalog_read(due_catalogs, cfg, ahead=cfg.cache.refresh_ahead)
+        except DATABASE_DOWN:
+            due = []
+        if due:
             await ensure_catalogs(cfg, client=client, need=NEEDED)
         # Checked, and whatever was due is built (or raised above) or scheduled: not again within
         # the interval. A catalog stays due from (1 - refresh_ahead) of its TTL until a refresh

@@ -19,7 +19,9 @@ Freshness without a query per call: `get_index()` compares the catalog versions 
 database (one small query on CatalogState) at most once per CHECK_INTERVAL_S; when any version
 moved, whichever process swapped it, the index of the new versions is built from the database
 (or taken from the held ones). Between checks every call is served from memory. A refresh in
-this process calls `mark_dirty()`, so its own searches see the new catalog at once.
+this process calls `mark_dirty()`, so its own searches see the new catalog at once. When the
+check finds the database unreachable (catalog.outage), the current index is served as it is and
+the database asked again after CHECK_INTERVAL_S; with no index yet, the error is raised.
 
 Must be called from synchronous code (the ORM): async callers go through
 `asgiref.sync.sync_to_async` or a thread. The catalog data of a built index (products, sites,
@@ -43,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from catalog.models import CatalogState, LocationRow, ProductRow, ProductSiteAvailabilityRow, ReleaseRow, SiteRow
+from catalog.outage import DATABASE_DOWN
 from eco_core.config import get_config
 from eco_core.memo import memos
 
@@ -585,7 +588,15 @@ def get_index(*, clock=time.monotonic) -> CatalogIndex:
         # missing, so each of them started a rebuild of its own). A mark_dirty() that arrives
         # during the build moves the generation and keeps the next call checking.
         seen = _generation
-        versions, info = _read_versions()
+        try:
+            versions, info = _read_versions()
+        except DATABASE_DOWN:
+            if _index is None:
+                raise
+            # The catalog this index holds is what the database held at the last check: better
+            # answered than refused. Asked again after the interval.
+            _checked_at = clock()
+            return _index
         key = _key(versions)
         idx = _held.get(key)
         if idx is None:

@@ -21,7 +21,8 @@
     │   ├── upstream_unavailable    unreachable or timed out
     │   ├── graphql_error           upstream rejected a GraphQL query (not retryable)
     │   ├── checksum_mismatch       a download's MD5 differed (partial file removed)
-    │   └── catalog_unavailable     product or site catalog could not be built
+    │   └── catalog_unavailable     product or site catalog could not be built, or the catalog
+    │                               database is unreachable (mcp_gateway.calls maps that outage)
     └── internal_error              a bug; details.correlationId matches one log line
 """
 

@@ -17,6 +17,10 @@ Authentication: a Django staff session (unsafe methods also pass Django's CSRF c
 `Authorization: Bearer <server.ops_token>` for machines, compared in constant time and never
 logged. No credentials or a wrong token: 401; a signed-in user who is not staff: 403.
 
+With the catalog database unreachable any operation that needs it answers 503
+`{"code": "database_unavailable", "detail": ...}` (JSON, like every other refusal here); the next
+request after it is back reconnects.
+
 A queued refresh runs on Celery when a broker is configured, else on a thread of this process.
 Its state lives in Django's cache for a day: with Celery, the web and the worker must share that
 cache (REDIS_URL), as compose does.
@@ -34,13 +38,14 @@ from typing import Any, Literal
 
 from django.conf import settings
 from django.db import connections
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from pydantic import ConfigDict, model_validator
 
 from catalog.models import CATALOGS, STATE_NAMES, SUBTREES, CatalogRefresh
+from catalog.outage import DATABASE_DOWN
 from catalog.status import catalog_status, upstream_cache_info
 from eco_core.config import get_config
 from eco_service.tasks import load_state, now_iso, ops_refresh_task, run_refresh, save_state
@@ -83,6 +88,21 @@ class StaffSession(APIKeyCookie):
 
 api = NinjaAPI(title="eco-mcp ops API", version="1", urls_namespace="ops", auth=[OpsToken(), StaffSession()],
                docs_url=None)
+
+DATABASE_UNAVAILABLE = "the catalog database is unreachable; retry later"
+
+
+def database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """An outage, not a bug: JSON 503 instead of Django's HTML 500. The exception's class only is
+    logged (a driver's message can carry the connection string). Django closes the broken
+    connection when the request finishes (close_old_connections), so the next one reconnects."""
+    log.warning("ops API %s %s: database unavailable (%s)", request.method, request.path, type(exc).__name__)
+    return api.create_response(request, {"code": "database_unavailable", "detail": DATABASE_UNAVAILABLE},
+                               status=503)
+
+
+for _down in DATABASE_DOWN:
+    api.exception_handler(_down)(database_unavailable)
 
 
 # ---------------------------------------------------------------------- schemas
@@ -177,14 +197,20 @@ class Message(Schema):
     detail: str
 
 
+class DatabaseUnavailable(Schema):
+    code: Literal["database_unavailable"]
+    detail: str
+
+
 class ValidationErrors(Schema):
     detail: list[dict[str, Any]] = Field(description="What was wrong with which field (loc names it).")
 
 
 def _answers(ok: dict[int, Any]) -> dict[int, Any]:
     """Every operation's declared responses: its own, and the refusals every operation can give."""
-    # 400: a body that is not JSON at all (ninja's own answer, before validation).
-    return {**ok, 400: Message, 401: Message, 403: Message, 422: ValidationErrors}
+    # 400: a body that is not JSON at all (ninja's own answer, before validation); 503: the
+    # catalog database is unreachable (any of them may read it, the staff session included).
+    return {**ok, 400: Message, 401: Message, 403: Message, 422: ValidationErrors, 503: DatabaseUnavailable}
 
 
 # ---------------------------------------------------------------------- catalogs and log

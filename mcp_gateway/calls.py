@@ -3,7 +3,9 @@
     parse arguments → call_scope(token) → read → envelope + budget → result with _meta
 
 Every failure becomes the spec's error result; anything that is not an `EcoError` is a bug and
-becomes `internal_error` with a correlation id that matches exactly one log line.
+becomes `internal_error` with a correlation id that matches exactly one log line, except an
+unreachable catalog database (catalog.outage.DATABASE_DOWN), an outage and not a bug: it becomes
+`catalog_unavailable` here (`database_unavailable`), and nowhere else.
 
 A `CallToolResult` made here has one text content, the compact JSON of its structured content:
 the HTTP transport sends both from that text (mcp_gateway.splice) and relies on it.
@@ -18,7 +20,10 @@ import uuid
 from typing import Any
 
 import mcp_types as types
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 
+from catalog.outage import DATABASE_DOWN
 from eco_core import redact, request_state
 from eco_core.bounds import check_bounds
 from eco_core.config import EcoConfig
@@ -64,6 +69,34 @@ def internal_error(spec_name: str) -> EcoError:
         f"an internal error occurred (correlation id {cid})",
         details={"correlationId": cid},
     )
+
+
+DATABASE_HINT = "The catalog database is unreachable; retry later."
+# One warning per outage, not one per call: under load an outage is thousands of calls.
+DATABASE_WARNING_EVERY_S = 60.0
+_database_warned_at: float | None = None
+
+
+async def database_unavailable(exc: BaseException) -> EcoError:
+    """What a call answers when the catalog database is unreachable: catalog_unavailable,
+    retryable, naming the database (the upstream is not at fault). The driver's message is left
+    out of the answer and the log: it can carry the connection string.
+
+    Connections of the thread that keeps them (asgiref's, for thread-sensitive ORM work) are
+    closed when unusable, so the next call reconnects once the database is back; the catalog-read
+    pool and the health probes close theirs after every read."""
+    global _database_warned_at
+    now = time.monotonic()
+    if _database_warned_at is None or now - _database_warned_at >= DATABASE_WARNING_EVERY_S:
+        _database_warned_at = now
+        log.warning("catalog database unreachable (%s): calls that need it answer catalog_unavailable",
+                    type(exc).__name__)
+    try:
+        await sync_to_async(close_old_connections)()
+    except Exception:  # closing a dead connection can fail too; the answer stands
+        log.debug("closing unusable database connections failed", exc_info=True)
+    return EcoError("catalog_unavailable", "the catalog database is unreachable",
+                    details={"cause": type(exc).__name__}, hint=DATABASE_HINT)
 
 
 # Results a read returned as the very same object before (eco_ping reuses its report while
@@ -286,6 +319,8 @@ async def _execute(
             return _input_required(ask, _meta(acct, extra_meta))
         except EcoError as exc:
             return error_result(exc, _meta(acct, extra_meta))
+        except DATABASE_DOWN as exc:
+            return error_result(await database_unavailable(exc), _meta(acct, extra_meta))
         except Exception:
             # Arguments were validated above, so anything else (a pydantic error included) is a bug.
             return error_result(internal_error(spec.name), _meta(acct, extra_meta))

@@ -13,6 +13,7 @@ from anyio import to_thread
 from django import db
 from mcp_types.version import LATEST_MODERN_VERSION
 
+from catalog.outage import DATABASE_DOWN
 from eco_core import __version__
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
@@ -68,14 +69,28 @@ async def readyz(cfg: EcoConfig) -> tuple[int, dict[str, Any]]:
 # every ping in between, as the index checks catalog versions; a swap in this process shows at once.
 STATUS_TTL_S = 1.0
 _status_cache: tuple[Any, ...] = ()
+# eco_ping's catalog status while the database does not answer: nothing known of the catalogs.
+DATABASE_DOWN_STATUS: dict[str, Any] = {"ready": False, "degraded": True, "database": "down"}
 
 
 async def catalog_status(cfg: EcoConfig) -> dict[str, Any]:
+    """The catalog status with `database` "up", or DATABASE_DOWN_STATUS when the database is
+    unreachable: a report, never an error (eco_ping answers through an outage). Either is kept
+    STATUS_TTL_S, so pings during an outage do not each wait for a connection to fail."""
     global _status_cache
     key = (ports.catalog_status, cfg, ports.catalog_generation())
     if _status_cache and _status_cache[:3] == key and time.monotonic() < _status_cache[3]:
         return _status_cache[4]
-    status = await to_thread.run_sync(_db_call, ports.catalog_status, cfg)
+    was_down = bool(_status_cache) and _status_cache[4] is DATABASE_DOWN_STATUS
+    try:
+        status = {**await to_thread.run_sync(_db_call, ports.catalog_status, cfg), "database": "up"}
+    except DATABASE_DOWN as exc:
+        if not was_down:  # once an outage, not once a second; the class only (see readyz)
+            log.warning("catalog status: database unavailable (%s)", type(exc).__name__)
+        status = DATABASE_DOWN_STATUS
+    else:
+        if was_down:
+            log.info("catalog status: the database answers again")
     _status_cache = (*key, time.monotonic() + STATUS_TTL_S, status)
     return status
 

@@ -42,6 +42,9 @@ class CatalogEntry(_Open):
 class CatalogStatus(_Open):
     ready: bool = False
     degraded: bool = False
+    database: Literal["up", "down"] = Field("up", description=(
+        "down: the catalog database did not answer: catalogs are not listed, and what needs the "
+        "database answers catalog_unavailable."))
     catalogs: dict[str, CatalogEntry] = Field(default_factory=dict)
     graphql_breaker: dict[str, Any] | None = None
 
@@ -99,7 +102,8 @@ def _entry(raw: dict[str, Any]) -> CatalogEntry:
 def _catalog(raw: dict[str, Any], breaker: dict[str, Any]) -> CatalogStatus:
     catalogs = {k: _entry(v) for k, v in raw.items() if isinstance(v, dict)}
     # openUntil is null while the breaker is closed: left out, as in the catalogs.
-    return CatalogStatus(ready=bool(raw.get("ready")), degraded=bool(raw.get("degraded")), catalogs=catalogs,
+    return CatalogStatus(ready=bool(raw.get("ready")), degraded=bool(raw.get("degraded")),
+                         database=raw.get("database", "up"), catalogs=catalogs,
                          graphql_breaker={k: v for k, v in breaker.items() if v is not None})
 
 

@@ -312,3 +312,47 @@ class Case:
         needs = tool in ROWS and ROWS[tool].token
         async with asyncio.timeout(HANG_GUARD_S):
             return Outcome(await call(self.cfg, tool, arguments, token=self.token if needs else None))
+
+
+# ----------------------------------------------------------------------------- database down
+
+@dataclass(frozen=True)
+class DatabaseDown:
+    """What a tool answers with the catalog database unreachable (a proxy in front of PostgreSQL
+    killed mid-run: tests/reliability/test_fault_matrix_database.py), called with its row's
+    arguments (ROWS or NO_UPSTREAM): None is an answer, anything else the error code. `cold`: the
+    process has not read the catalog yet; `warm`: it holds the catalog index, which answers
+    without the database. Never internal_error; every code here is retryable."""
+
+    cold: str | None
+    warm: str | None
+
+
+CATALOG_DOWN = "catalog_unavailable"
+
+DATABASE_DOWN: dict[str, DatabaseDown] = {
+    # The upstream alone: the database is never asked.
+    "eco_get_document": DatabaseDown(None, None),
+    "eco_get_prototype_dataset": DatabaseDown(None, None),
+    "eco_get_sample": DatabaseDown(None, None),
+    "eco_graphql": DatabaseDown(None, None),
+    "eco_list_sample_classes": DatabaseDown(None, None),
+    "eco_search_prototype_datasets": DatabaseDown(None, None),
+    "eco_search_taxonomy": DatabaseDown(None, None),
+    # Reported, not raised: eco_ping says `catalog.database: "down"`.
+    "eco_ping": DatabaseDown(None, None),
+    # The catalog index: none to answer from until the process has read the catalog once.
+    "eco_download_files": DatabaseDown(CATALOG_DOWN, None),  # any download, a document's too
+    "eco_get_availability": DatabaseDown(CATALOG_DOWN, None),
+    "eco_get_citation": DatabaseDown(CATALOG_DOWN, None),
+    "eco_get_product": DatabaseDown(CATALOG_DOWN, None),
+    "eco_get_release": DatabaseDown(CATALOG_DOWN, None),
+    "eco_get_site": DatabaseDown(CATALOG_DOWN, None),
+    "eco_list_files": DatabaseDown(CATALOG_DOWN, None),
+    "eco_list_releases": DatabaseDown(CATALOG_DOWN, None),
+    "eco_search_products": DatabaseDown(CATALOG_DOWN, None),
+    "eco_search_sites": DatabaseDown(CATALOG_DOWN, None),
+    # The stored location catalog and site subtrees are read from the database on every call.
+    "eco_find_locations": DatabaseDown(CATALOG_DOWN, CATALOG_DOWN),
+    "eco_get_location": DatabaseDown(CATALOG_DOWN, CATALOG_DOWN),
+}
