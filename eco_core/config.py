@@ -187,7 +187,7 @@ class Cache(_Section):
     redis_retry_s: float = Field(1.0, ge=0.05, le=300, description=(
         "While Redis is unreachable, the answer cache and the rate limit try it again at most once per this "
         "many seconds; in between they skip it (a cache miss, the per-process bucket)."))
-    redis_timeout_s: float = Field(2.0, gt=0, le=60, description=(
+    redis_timeout_s: float = Field(1.0, gt=0, le=60, description=(
         "Connect and reply timeout of one Redis command; past it Redis counts as unreachable."))
     ttl_s: CacheTtl = Field(default_factory=CacheTtl)
 

@@ -2,13 +2,14 @@
 
 `OwnRedis().start()` runs `redis-server` with no persistence (a restarted server is empty, as
 after a crash of a cache-only Redis); `kill()` is SIGKILL (no goodbye to the clients, whose
-pooled connections go stale); `restart()` starts a new server on the same port; `keys(pattern)`
-reads what the service wrote. Without the program the test skips loudly (fails under CI).
+pooled connections go stale); `restart()` starts a new server on the same port; `pause()` and
+`resume()` stop and continue it (a hung server); `keys(pattern)` reads what the service wrote. Without the program the test skips loudly (fails under CI).
 """
 
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -54,6 +55,15 @@ class OwnRedis:
             assert self.proc.poll() is None, f"redis-server exited with {self.proc.returncode}"
             assert time.monotonic() < deadline, "redis-server did not answer in 15 s"
             time.sleep(0.02)
+
+    def pause(self) -> None:
+        """SIGSTOP: connections are still accepted by the kernel, but nothing is answered."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
 
     def kill(self) -> None:
         if self.proc is not None:

@@ -18,9 +18,10 @@ before the outage was noticed and finishing after, a slow probe overtaken by a f
 ignored, so one outage is one warning and one recovery line however many uses were in flight.
 
 The clients (`connect()` for asyncio, `cache_options()` for Django's cache) have bounded timeouts,
-so a server that does not answer at all costs at most `cache.redis_timeout_s` per probe, and one
-immediate retry on a connection error, so a pooled connection the server dropped while it was
-away is replaced on its first use instead of failing it.
+so a server that does not answer at all costs at most `cache.redis_timeout_s` per probe (Django's
+cache runs its commands on the thread the catalog's database reads share, so a long stall there
+stalls those too), and one immediate retry on a connection error, not on a timeout, so a pooled
+connection the server dropped while it was away is replaced on its first use instead of failing it.
 """
 
 from __future__ import annotations
@@ -141,15 +142,17 @@ def connect(url: str, cfg: CacheSettings) -> Any:
     import redis.asyncio as aioredis
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
 
     return aioredis.from_url(url, socket_connect_timeout=cfg.redis_timeout_s, socket_timeout=cfg.redis_timeout_s,
-                             retry=Retry(NoBackoff(), 1))
+                             retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)))
 
 
 def cache_options(cfg: CacheSettings) -> dict[str, Any]:
     """Connection options for Django's Redis cache backend (its OPTIONS); see the module docstring."""
     from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.retry import Retry
 
     return {"socket_connect_timeout": cfg.redis_timeout_s, "socket_timeout": cfg.redis_timeout_s,
-            "retry": Retry(NoBackoff(), 1)}
+            "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))}

@@ -5,6 +5,7 @@ used again. Against a redis-server of the test's own, killed and restarted."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Iterator
@@ -79,3 +80,37 @@ async def test_redis_cache_outage_answers_misses_without_error_and_the_cache_is_
         await conn.aclose()
     assert len(_records(caplog, logging.WARNING)) == 1, _records(caplog, logging.WARNING)
     assert len(_records(caplog, logging.INFO)) == 1, _records(caplog, logging.INFO)
+
+
+async def test_a_hung_redis_costs_one_bounded_timeout_then_is_skipped_until_a_probe_finds_it_answering(
+        own_redis, caplog):
+    caplog.set_level(logging.INFO, logger="eco.upstream.redis")
+    cfg = make_cfg({"ECO_MCP_CACHE__REDIS_TIMEOUT_S": "0.3"}).cache
+    clock = FakeClock()
+    link = RedisLink("own", retry_s=1.0, clock=clock)
+    conn = connect(own_redis.url, cfg)
+    cache = UpstreamCache(cfg, backend=RedisCache(own_redis.url, {"KEY_PREFIX": f"eco-hung-{uuid.uuid4().hex[:8]}",
+                                                                  "TIMEOUT": None, "OPTIONS": cache_options(cfg)}),
+                          redis_client=conn, link=link)
+
+    async def fetch() -> str:
+        return "fresh"
+
+    try:
+        assert (await cache.get_or_fetch("k", 60, fetch)).hit is False
+        own_redis.pause()  # accepts connections, answers nothing
+        # Bounded: the first lookup waits out one timeout, the others do not ask the hung server.
+        async with asyncio.timeout(10):
+            down = [await cache.get_or_fetch("k", 60, fetch) for _ in range(5)]
+        assert [(d.hit, d.value) for d in down] == [(False, "fresh")] * 5
+        assert link.down and link.failures == 1
+        own_redis.resume()
+        clock.now += 1.0
+        assert (await cache.get_or_fetch("k", 60, fetch)).hit is True  # the entry written before the pause
+        assert not link.down and link.failures == 1
+    finally:
+        own_redis.resume()
+        await conn.aclose()
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+                  and r.name == "eco.upstream.redis"]
+    assert "TimeoutError" in warning
