@@ -101,6 +101,10 @@ class RateLimit(_Section):
     token_rps: float = Field(7.2, gt=0, le=10000, description="Refill per second with a token (NEON: 8).")
     low_water: int = Field(5, ge=0, le=10000, description="Wait for reset when upstream remaining falls to this.")
     max_wait_s: float = Field(10.0, ge=0, le=3600, description="Longest wait before answering rate_limited.")
+    processes: int = Field(4, ge=1, le=1024, description=(
+        "Processes sharing the budget through Redis (every web worker and Celery worker of every replica). "
+        "While Redis is unreachable each process spends only its share, a bucket of its own holding "
+        "1/processes of the burst and rate; an overestimate is the safe side. Unused without REDIS_URL."))
 
 
 class Retries(_Section):
@@ -180,6 +184,11 @@ class Cache(_Section):
     prewarm: bool | None = Field(None, description="Build catalogs at start; unset: true on http, false on stdio.")
     refresh_ahead: float = Field(0.1, ge=0, le=1, description="Refresh in the last fraction of a TTL.")
     stale_if_error_s: int = Field(86400, ge=0, le=30 * 86400, description="Serve stale answers this long when upstream fails.")
+    redis_retry_s: float = Field(1.0, ge=0.05, le=300, description=(
+        "While Redis is unreachable, the answer cache and the rate limit try it again at most once per this "
+        "many seconds; in between they skip it (a cache miss, the per-process bucket)."))
+    redis_timeout_s: float = Field(1.0, gt=0, le=60, description=(
+        "Connect and reply timeout of one Redis command; past it Redis counts as unreachable."))
     ttl_s: CacheTtl = Field(default_factory=CacheTtl)
 
 

@@ -9,6 +9,10 @@
                                                      identity: anonymous or token (never the token)
     eco_graphql_breaker_open                         1 while the GraphQL breaker is open
     eco_catalog_age_seconds{catalog}                 age of each catalog (NaN before its first build)
+    eco_redis_unavailable                            1 while this process finds Redis unreachable
+    eco_redis_outages_total                          Redis outages this process saw begin
+    eco_redis_skipped_total{use}                     uses of Redis skipped or failed during an outage;
+                                                     use: cache (counted as a miss too), rate_limit
 
 Counters are incremented where the events happen (the gateway's call runner, the upstream
 sender, the upstream cache); the state gauges (breaker, catalog age) are set by the scrape
@@ -51,6 +55,11 @@ BREAKER_OPEN = Gauge("eco_graphql_breaker_open", "1 while the GraphQL circuit br
 CATALOG_AGE = Gauge("eco_catalog_age_seconds", "Seconds since each catalog was last rebuilt.", ["catalog"],
                     multiprocess_mode="mostrecent")
 
+REDIS_UNAVAILABLE = Gauge("eco_redis_unavailable", "1 while this process finds Redis unreachable.",
+                          multiprocess_mode="livemax")
+REDIS_OUTAGES = Counter("eco_redis_outages", "Redis outages this process saw begin.")
+REDIS_SKIPPED = Counter("eco_redis_skipped", "Uses of Redis skipped or failed while it was unreachable, by use.",
+                        ["use"])
 
 # The labelled children of the per-call series: tools and outcomes are a small closed set, and
 # looking a child up through `labels()` (lock, validation) cost more than recording the call.
@@ -83,6 +92,17 @@ def cache_lookup(result: Literal["hit", "stale", "miss"]) -> None:
 
 def rate_limit_remaining(remaining: int, *, with_token: bool) -> None:
     RATE_LIMIT_REMAINING.labels(identity="token" if with_token else "anonymous").set(remaining)
+
+
+def redis_outage(started: bool) -> None:
+    """An outage began (True) or ended (False), as this process saw it."""
+    if started:
+        REDIS_OUTAGES.inc()
+    REDIS_UNAVAILABLE.set(1 if started else 0)
+
+
+def redis_skipped(use: Literal["cache", "rate_limit"]) -> None:
+    REDIS_SKIPPED.labels(use=use).inc()
 
 
 def set_state(*, breaker_open: bool, catalog_ages: dict[str, int | None]) -> None:

@@ -13,6 +13,10 @@ One lookup, `get_or_fetch(key, ttl, fetch)`:
 - fetch fails with a retryable error (5xx, unreachable, rate limited) and an expired entry is
   younger than TTL + `cache.stale_if_error_s`: the stale value is served, flagged `stale`.
 
+Redis unreachable (`upstream.redis_link`): the cache is skipped, never an error. A read answers a
+miss (the upstream is asked, single-flight still holds) and a write is dropped; at most one use
+per `cache.redis_retry_s` probes whether Redis is back.
+
 `get_or_fetch(..., fresh=True)` is for a reader that must see the upstream as it is now (the
 catalog refresh): it never answers from the cache, fresh or stale, so an upstream failure
 reaches it; the answer it gets is still stored for everyone else.
@@ -42,6 +46,7 @@ from django.utils.module_loading import import_string
 from eco_core import metrics
 from eco_core.config import Cache as CacheSettings
 from eco_core.errors import EcoError
+from upstream.redis_link import RedisLink, cache_options, redis_errors
 
 log = logging.getLogger("eco.upstream.cache")
 
@@ -61,8 +66,9 @@ class Lookup:
     age_s: float = 0.0
 
 
-def build_backend(max_entries: int) -> BaseCache:
-    """A cache like Django's default one, with our own prefix and entry cap."""
+def build_backend(max_entries: int, cfg: CacheSettings | None = None) -> BaseCache:
+    """A cache like Django's default one, with our own prefix and entry cap (and, on Redis, the
+    connection options of `redis_link.cache_options`)."""
     conf = dict(settings.CACHES["default"])
     backend_cls = import_string(conf["BACKEND"])
     params = {k: v for k, v in conf.items() if k not in {"BACKEND", "LOCATION"}}
@@ -71,8 +77,10 @@ def build_backend(max_entries: int) -> BaseCache:
     params["max_entries"] = max_entries
     options = dict(conf.get("OPTIONS") or {})
     options.pop("MAX_ENTRIES", None)
-    params["OPTIONS"] = options
     is_locmem = "locmem" in conf["BACKEND"].lower()
+    if "redis" in conf["BACKEND"].lower() and cfg is not None:
+        options = {**cache_options(cfg), **options}
+    params["OPTIONS"] = options
     location = LOCMEM_NAME if is_locmem else conf.get("LOCATION", "")
     backend: BaseCache = backend_cls(location, params)
     if is_locmem:
@@ -105,11 +113,14 @@ class UpstreamCache:
         *,
         backend: BaseCache | None = None,
         redis_client: Any = None,
+        link: RedisLink | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._cfg = cfg
-        self._backend = backend if backend is not None else build_backend(cfg.max_entries)
+        self._backend = backend if backend is not None else build_backend(cfg.max_entries, cfg)
         self._redis = redis_client if self.backend_name == "redis" else None
+        # Whether Redis is reachable, shared with the rate limit of the same server (see above).
+        self._link = (link or RedisLink("redis", retry_s=cfg.redis_retry_s)) if self.backend_name == "redis" else None
         self._index_key = f"{self._backend.key_prefix or 'eco:up'}:index"
         self._clock = clock
         self._inflight: dict[str, asyncio.Future[Any]] = {}
@@ -144,7 +155,7 @@ class UpstreamCache:
                 self.hits += 1
                 metrics.cache_lookup("hit")
             return Lookup(value, hit=not led)
-        entry = await self._backend.aget(key)
+        entry = await self._read(key)
         now = self._clock()
         age = now - entry["t"] if entry else 0.0
         if entry and age < ttl:
@@ -215,12 +226,40 @@ class UpstreamCache:
         task.add_done_callback(self._refreshing.discard)
 
     # ------------------------------------------------------------------ storage
+    async def _read(self, key: str) -> Any:
+        if self._link is None:
+            return await self._backend.aget(key)
+        ticket = self._link.attempt()
+        if ticket is None:
+            self._link.skipped("cache")
+            return None
+        try:
+            entry = await self._backend.aget(key)
+        except redis_errors() as exc:
+            self._link.failed(ticket, exc, "cache")
+            return None
+        self._link.ok(ticket)
+        return entry
+
     async def put(self, key: str, ttl: float, value: Any) -> None:
         keep = int(ttl + self._cfg.stale_if_error_s) + 1
-        await self._backend.aset(key, {"v": value, "t": self._clock()}, timeout=keep)
-        if self._redis is not None:
-            await self._index_and_evict(self._redis, key)
-        elif self.backend_name == "locmem":
+        entry = {"v": value, "t": self._clock()}
+        if self._link is not None:
+            ticket = self._link.attempt()
+            if ticket is None:
+                self._link.skipped("cache")
+                return
+            try:
+                await self._backend.aset(key, entry, timeout=keep)
+                if self._redis is not None:
+                    await self._index_and_evict(self._redis, key)
+            except redis_errors() as exc:
+                self._link.failed(ticket, exc, "cache")
+                return
+            self._link.ok(ticket)
+            return
+        await self._backend.aset(key, entry, timeout=keep)
+        if self.backend_name == "locmem":
             self._keys.add(key)
             if len(self._keys) > 2 * self._cfg.max_entries:
                 self._forget_gone_keys()  # LocMem culled some: keep the registry near the cap

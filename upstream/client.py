@@ -33,7 +33,7 @@ from pydantic import BaseModel, ValidationError
 from eco_core.config import EcoConfig, get_config
 from eco_core.errors import EcoError
 from eco_core.redact import token_hash
-from upstream import context, mapping
+from upstream import context, mapping, redis_link
 from upstream import models as m
 from upstream.breaker import GraphQLBreaker
 from upstream.cache import UpstreamCache
@@ -76,20 +76,25 @@ class UpstreamClient:
         cache: UpstreamCache | None = None,
         breaker: GraphQLBreaker | None = None,
         namespace: str = "g1",
+        local_buckets: LocalBuckets | None = None,
     ) -> None:
+        """`local_buckets`: the process's own rate-limit buckets, the limit without Redis and the
+        fallback while Redis is unreachable (a new one when not given)."""
         self.cfg = cfg
         self.namespace = namespace
         redis_url = _redis_url()
         self._redis = None
+        link = None
         if (ratelimiter is None or cache is None) and redis_url:
-            import redis.asyncio as aioredis
-
-            self._redis = aioredis.from_url(redis_url)
+            self._redis = redis_link.connect(redis_url, cfg.cache)
+            link = redis_link.link_for(redis_url, cfg.cache)
+        local = local_buckets if local_buckets is not None else LocalBuckets(clock or time.monotonic)
         if ratelimiter is None:
-            ratelimiter = (RedisBuckets(self._redis, prefix=f"eco:rl:{namespace}:") if self._redis is not None
-                           else LocalBuckets(clock or time.monotonic))
+            ratelimiter = (RedisBuckets(self._redis, prefix=f"eco:rl:{namespace}:", fallback=local,
+                                        processes=cfg.eco.rate_limit.processes, link=link)
+                           if self._redis is not None else local)
         self.ratelimiter = ratelimiter
-        self.cache = cache or UpstreamCache(cfg.cache, redis_client=self._redis, clock=clock or time.time)
+        self.cache = cache or UpstreamCache(cfg.cache, redis_client=self._redis, link=link, clock=clock or time.time)
         self.http = UpstreamHttp(cfg, buckets=ratelimiter, transport=transport,
                                  sleep=sleep or asyncio.sleep, clock=clock or time.monotonic)
         self.breaker = breaker or GraphQLBreaker(failures=cfg.eco.graphql_breaker_failures,
@@ -508,7 +513,8 @@ def _too_large(spec_number: str, size: int, max_bytes: int) -> EcoError:
 # ---------------------------------------------------------------------- process-wide
 # httpx and redis clients belong to one event loop, so there is one client per loop; what must
 # outlive a loop (Celery runs each task in a fresh one) is shared by the whole process: the
-# breaker and, without Redis, the rate-limit buckets.
+# breaker and the process's own rate-limit buckets (the limit without Redis, the fallback while
+# it is unreachable).
 #
 # A process that installs another configuration (`set_config()`; tests do it all the time)
 # starts a new generation: fresh breaker and buckets, and cache keys in a new namespace so no
@@ -546,8 +552,7 @@ def get_client() -> UpstreamClient:
             _closing.add(stale)
             stale.add_done_callback(_closing.discard)
         breaker, buckets, namespace = _process_parts(cfg)
-        client = _clients[loop] = UpstreamClient(cfg, breaker=breaker, namespace=namespace,
-                                                 ratelimiter=None if _redis_url() else buckets)
+        client = _clients[loop] = UpstreamClient(cfg, breaker=breaker, namespace=namespace, local_buckets=buckets)
     return client
 
 

@@ -7,7 +7,11 @@ with one interface:
 - `LocalBuckets`: in-process, with an injectable clock (tests drive it without sleeping).
 - `RedisBuckets`: the bucket lives in Redis and is updated by one Lua script per take, so any
   number of processes (web workers, Celery) share one budget. Time comes from the Redis
-  server (`TIME`), so processes with skewed clocks still agree.
+  server (`TIME`), so processes with skewed clocks still agree. While Redis is unreachable
+  (`upstream.redis_link`) it takes from a `LocalBuckets` of the process instead, each identity's
+  budget divided by `eco.rate_limit.processes`: that many processes spending their share at once
+  stay within the whole budget. When Redis answers again the shared bucket is used again (NEON's
+  headers then fold in what the processes spent meanwhile, as they do after a restart).
 
 `take()` never sleeps: it returns 0 when a request may go now, else the seconds to wait.
 `observe()` folds in what NEON's `x-ratelimit-*` headers said, which are authoritative: our
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from eco_core.config import RateLimit
+from upstream.redis_link import RedisLink, redis_errors
 
 # NEON's limit header for anonymous callers; a token that NEON did not recognise gets it too.
 ANONYMOUS_UPSTREAM_LIMIT = 200
@@ -60,7 +65,8 @@ class Headroom:
 
 
 class Buckets(Protocol):
-    backend: str
+    @property
+    def backend(self) -> str: ...
 
     async def take(self, identity: str, budget: Budget) -> float: ...
 
@@ -167,29 +173,71 @@ return tostring(tokens)
 
 
 class RedisBuckets:
-    backend = "redis"
-
-    def __init__(self, redis_client: Any, *, prefix: str = "eco:rl:") -> None:
-        # redis.asyncio.Redis; scripts are cached server-side by SHA after the first call.
+    def __init__(self, redis_client: Any, *, prefix: str = "eco:rl:", fallback: LocalBuckets | None = None,
+                 processes: int = 1, link: RedisLink | None = None) -> None:
+        # redis.asyncio.Redis; scripts are cached server-side by SHA after the first call (and
+        # loaded again by redis-py when a restarted server no longer knows them).
         self._redis = redis_client
         self._prefix = prefix
         self._take = redis_client.register_script(_TAKE)
         self._observe = redis_client.register_script(_OBSERVE)
+        # The process's own buckets (shared by its event loops), used while Redis is unreachable.
+        self.fallback = fallback if fallback is not None else LocalBuckets()
+        self.processes = processes
+        self.link = link if link is not None else RedisLink("redis")
+
+    @property
+    def backend(self) -> str:
+        return "local" if self.link.down else "redis"
+
+    def share(self, budget: Budget) -> Budget:
+        """This process's part of `budget` while Redis is away (at least one request of burst)."""
+        return Budget(max(1.0, budget.capacity / self.processes), budget.rate / self.processes)
 
     def _key(self, identity: str) -> str:
         return self._prefix + identity
 
     async def take(self, identity: str, budget: Budget) -> float:
-        wait = await self._take(keys=[self._key(identity)], args=[budget.capacity, budget.rate])
-        return float(wait)
+        ticket = self.link.attempt()
+        if ticket is not None:
+            try:
+                wait = await self._take(keys=[self._key(identity)], args=[budget.capacity, budget.rate])
+            except redis_errors() as exc:
+                self.link.failed(ticket, exc, "rate_limit")
+            else:
+                self.link.ok(ticket)
+                return float(wait)
+        else:
+            self.link.skipped("rate_limit")
+        return await self.fallback.take(identity, self.share(budget))
 
     async def observe(self, identity: str, budget: Budget, *, remaining: int, hold_s: float, low_water: int) -> None:
-        await self._observe(keys=[self._key(identity)],
-                            args=[budget.capacity, budget.rate, remaining, hold_s, low_water])
+        ticket = self.link.attempt()
+        if ticket is not None:
+            try:
+                await self._observe(keys=[self._key(identity)],
+                                    args=[budget.capacity, budget.rate, remaining, hold_s, low_water])
+            except redis_errors() as exc:
+                self.link.failed(ticket, exc, "rate_limit")
+            else:
+                self.link.ok(ticket)
+                return
+        else:
+            self.link.skipped("rate_limit")
+        await self.fallback.observe(identity, self.share(budget), remaining=remaining, hold_s=hold_s,
+                                    low_water=low_water)
 
     async def level(self, identity: str, budget: Budget) -> float | None:
-        raw = await self._redis.hget(self._key(identity), "tokens")
-        return None if raw is None else float(raw)
+        ticket = self.link.attempt()
+        if ticket is not None:
+            try:
+                raw = await self._redis.hget(self._key(identity), "tokens")
+            except redis_errors() as exc:
+                self.link.failed(ticket, exc, "rate_limit")
+            else:
+                self.link.ok(ticket)
+                return None if raw is None else float(raw)
+        return await self.fallback.level(identity, self.share(budget))
 
     async def aclose(self) -> None:
         await self._redis.aclose()

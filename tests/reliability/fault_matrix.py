@@ -356,3 +356,19 @@ DATABASE_DOWN: dict[str, DatabaseDown] = {
     "eco_find_locations": DatabaseDown(CATALOG_DOWN, CATALOG_DOWN),
     "eco_get_location": DatabaseDown(CATALOG_DOWN, CATALOG_DOWN),
 }
+
+
+# ---------------------------------------------------------------------------------- Redis down
+# A fault of the deployment, not of the upstream: the Redis behind the answer cache and the shared
+# rate-limit bucket is killed under load and started again (a redis-server of the test's own,
+# tests/own_redis.py). Redis holds nothing a call cannot do without, so every row must answer as if
+# nothing happened (`Expect()`: no error, no note), the cache skipped and the rate limit the
+# process's own share, and Redis must be used again once it is back.
+REDIS_DOWN = "redis_down"
+REDIS_DOWN_EXPECT = Expect()
+
+
+def redis_settings(url: str) -> dict[str, Any]:
+    """The Django settings REDIS_URL gives (eco_service.settings), for the Redis at `url`."""
+    return {"REDIS_URL": url, "CACHES": {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                                     "LOCATION": url, "KEY_PREFIX": "eco", "TIMEOUT": None}}}
