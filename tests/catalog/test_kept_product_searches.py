@@ -1,4 +1,4 @@
-"""Product searches are kept per index (issue 19): a kept search answers exactly what a fresh one
+"""Product searches are kept per index: a kept search answers exactly what a fresh one
 does, for any page, no caller can change it for the next, and the store is bounded and belongs to
 one index."""
 

@@ -1,4 +1,4 @@
-"""Site searches are kept per index (issue 19): a kept search answers exactly what a fresh one
+"""Site searches are kept per index: a kept search answers exactly what a fresh one
 does, for any page, no caller can change it for the next, a summary with elevations never
 becomes the plain one, and the store is bounded and belongs to one index."""
 

@@ -1,5 +1,5 @@
 """eco_get_product's catalog summary and catalog record are computed once per product entry of an
-index (issue 19): the kept answer is the one a fresh computation gives, and no caller can change
+index: the kept answer is the one a fresh computation gives, and no caller can change
 it for the next."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A refresh never stores a stale answer as fresh (issue 21, item 2).
+"""A refresh never stores a stale answer as fresh.
 
 Through the real upstream client, with its answer cache on, against the simulator's fault switch:
 during a REST outage the cache would serve stale-if-error answers to ordinary callers, but the

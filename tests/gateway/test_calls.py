@@ -67,7 +67,7 @@ async def test_success_carries_the_envelope_and_upstream_meta():
 @pytest.mark.parametrize("code", [c for c in CODES if c != "internal_error"])
 async def test_every_stable_error_code_reaches_the_caller_as_an_error_result(code):
     err = assert_error(await _run({"fail": "eco", "code": code}), code)
-    # not_found always carries its suggestions as a list, even an empty one (issue 11, item 12).
+    # not_found always carries its suggestions as a list, even an empty one.
     assert err["details"] == ({"asked": True, "didYouMean": []} if code == "not_found" else {"asked": True})
     assert err["hint"]
 

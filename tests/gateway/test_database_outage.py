@@ -114,8 +114,8 @@ async def test_eco_ping_reports_the_database_down_and_up_again_instead_of_failin
 @pytest.mark.django_db
 async def test_catalog_tools_are_answered_from_the_held_index_while_the_database_is_unreachable(monkeypatch):
     import catalog.services
-    from catalog import index
     from catalog import access as catalog_access
+    from catalog import index
 
     def refused(*args: Any, **kwargs: Any) -> Any:
         raise OperationalError(DRIVER_MESSAGE)

@@ -1,4 +1,4 @@
-"""Hostile `X-API-Token` header values (issue 21, item 1), over a real socket against the real
+"""Hostile `X-API-Token` header values, over a real socket against the real
 server with the simulator behind it: whatever a caller puts in the header, no call fails, no other
 caller's answer changes by a byte, the redaction registry stays bounded, and tokens are still
 masked where they must be (the caller's own result, log lines)."""

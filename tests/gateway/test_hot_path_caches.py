@@ -1,4 +1,4 @@
-"""The short-lived caches on the hot path (issue 19) answer what a fresh read would, and give way
+"""The short-lived caches on the hot path answer what a fresh read would, and give way
 at once when this process swaps a catalog."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Header values are trimmed before the protocol checks (issue 11, item 9; the conformance
+"""Header values are trimmed before the protocol checks (the conformance
 scenario sep-2243-server-accepts-whitespace-header-value). httpx refuses to send such values,
 so the request is written on a raw socket."""
 

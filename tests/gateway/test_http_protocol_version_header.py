@@ -1,4 +1,4 @@
-"""An unsupported MCP-Protocol-Version header is -32022 whatever the body holds (issue 11, item 8):
+"""An unsupported MCP-Protocol-Version header is -32022 whatever the body holds:
 without a modern envelope the SDK answered -32602 about params._meta instead."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""--print-config and eco_ping name the token's source with the same words (issue 20, item 7):
+"""--print-config and eco_ping name the token's source with the same words:
 an operator comparing the two must not read "ECO_TOKEN" in one and "config" in the other."""
 
 from __future__ import annotations

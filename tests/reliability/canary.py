@@ -1,4 +1,4 @@
-"""The canary sweep over the whole test run (issue 22, item 4), loaded for every session by
+"""The canary sweep over the whole test run, loaded for every session by
 `pytest_plugins` in tests/conftest.py.
 
 At start-up it mints CANARY: a token the session simulator accepts (signed for its seed) whose

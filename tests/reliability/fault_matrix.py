@@ -1,4 +1,4 @@
-"""The fault matrix's table and parts (issue 22, item 2).
+"""The fault matrix's table and parts.
 
 `ROWS` gives every upstream-backed tool ONE representative call that reaches the upstream and
 the simulator route (a regex searched in the request path) it reaches: the faults are injected

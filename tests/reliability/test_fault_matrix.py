@@ -1,4 +1,4 @@
-"""Every upstream-backed tool under every fault kind (issue 22, item 2), through the gateway's
+"""Every upstream-backed tool under every fault kind, through the gateway's
 real pipeline in process, against a simulator of this module's own: each case gets the spec's
 answer for its fault (tests/reliability/fault_matrix.py says which) and never internal_error or
 a hang, and the call after the fault clears is answered. Each case runs on a configuration of

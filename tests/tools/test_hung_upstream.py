@@ -1,4 +1,4 @@
-"""Through the gateway's real pipeline (issue 21, item 4): while upstream calls hang, a tool call
+"""Through the gateway's real pipeline: while upstream calls hang, a tool call
 that needs the upstream ends with upstream_unavailable (busy, or at its deadline) and a
 catalog-served call answers normally. Small configured values keep it to a few seconds."""
 

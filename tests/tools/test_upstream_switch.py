@@ -1,4 +1,4 @@
-"""A catalog is never served for an upstream it was not built from (issue 20, item 1).
+"""A catalog is never served for an upstream it was not built from.
 
 The catalog is built through eco_search_products against one simulator; the service is then
 pointed at another upstream, as a restart with other settings would. Against a second simulator

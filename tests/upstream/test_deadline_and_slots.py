@@ -1,4 +1,4 @@
-"""A hung upstream cannot stall the process (issue 21, item 4): one call's upstream time ends at
+"""A hung upstream cannot stall the process: one call's upstream time ends at
 its call-scope deadline, and waiting for one of the `eco.max_concurrency` slots is bounded.
 
 The simulator's `hang` fault holds requests for real; backoff and rate-limit waits use the fake

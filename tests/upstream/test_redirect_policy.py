@@ -1,4 +1,4 @@
-"""Ordinary API requests follow redirects only to the upstream's own host (issue 21, item 8): a
+"""Ordinary API requests follow redirects only to the upstream's own host: a
 redirect elsewhere is upstream_error, never fetched. Downloads keep their allow-list path."""
 
 from __future__ import annotations

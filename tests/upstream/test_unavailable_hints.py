@@ -1,6 +1,6 @@
 """upstream_unavailable for a call past its deadline or refused for want of a free upstream slot
-says which host it waited on, how to test it and which setting points the service elsewhere
-(issue 20, item 7), like the hint of a host that cannot be reached at all."""
+says which host it waited on, how to test it and which setting points the service elsewhere,
+like the hint of a host that cannot be reached at all."""
 
 from __future__ import annotations
 

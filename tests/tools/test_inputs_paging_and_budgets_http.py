@@ -1,5 +1,7 @@
-"""Issue 11 (a review of the first six tools): each finding, driven through the SDK's real MCP
-client over HTTP against the real server with the simulator behind it."""
+"""Inputs, paging and byte budgets of the catalog tools as an agent meets them: camelCase
+spellings, wrong JSON types, published defaults, trimmed pages and their next steps, the budget
+measured on the result as sent, and did-you-mean lists, driven through the SDK's real MCP client
+over HTTP against the real server with the simulator behind it."""
 
 from __future__ import annotations
 
