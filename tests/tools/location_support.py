@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
-from catalog.location_trees import forget
 from catalog.locations import LocationCatalog, location_catalog
 from catalog.models import SUBTREES, CatalogRefresh, CatalogState, LocationNodeRow
 from catalog.services.location_subtrees import refresh_location_subtrees
+from eco_core.memo import memos
 from tests.catalog.conftest import MiniClient
 
 
@@ -31,7 +31,7 @@ def stored_subtrees(catalog_module, django_db_blocker, sim):
         LocationNodeRow.objects.all().delete()
         CatalogState.objects.filter(catalog=SUBTREES).delete()
         CatalogRefresh.objects.filter(catalog=SUBTREES).delete()
-    forget()
+    memos.drop_all()  # the site trees remembered under this generation
 
 
 async def upstream_only() -> LocationCatalog:
