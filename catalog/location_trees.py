@@ -9,9 +9,11 @@ catalog.services.location_subtrees) as the location reads walk them.
     pruned(trees, type_key, max_depth) -> [(StoredNode, depth)]   a locationType-pruned domain walk
 
 Served only when the subtrees were built from the configured upstream (as every catalog is,
-catalog.status.upstream_mismatch). A site's tree is kept in memory per subtrees version (the
-last `MEMO_SITES` sites used), so a warm walk costs one small query (the version) and no upstream
-request; a node's record is read when asked for (one indexed query), never kept.
+catalog.status.upstream_mismatch). A site's tree is remembered (memo table
+"locations.site_trees") under its subtrees generation, so a warm walk costs one small query (the
+state row) and no upstream request; the generation is in the key because the subtrees are
+refreshed on their own schedule, not with the catalog index (whose change empties every memo).
+A node's record is read when asked for (one indexed query), never kept.
 
 `run` carries the synchronous ORM reads off the event loop: the tools pass their catalog-read
 pool (catalog.access.catalog_read); by default asgiref's sync_to_async.
@@ -20,7 +22,6 @@ pool (catalog.access.catalog_read); by default asgiref's sync_to_async.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,9 +32,10 @@ from asgiref.sync import sync_to_async
 from catalog.models import SUBTREES, CatalogState, LocationNodeRow
 from catalog.status import upstream_mismatch
 from eco_core.config import EcoConfig
+from eco_core.memo import memos
 
 Runner = Callable[..., Awaitable[Any]]
-MEMO_SITES = 128
+MEMO_SITES = 128  # more than NEON has sites (81): a generation's trees all fit, oldest go first
 
 
 @dataclass(frozen=True)
@@ -113,17 +115,12 @@ class Found:
 
 # A stored generation is its (version, refresh time): a wiped and rebuilt state restarts versions.
 Generation = tuple[int, datetime | None]
-# (generation, site) -> tree, least recently used first; the stored site names per generation.
-_memo: OrderedDict[tuple[Generation, str], SiteTree] = OrderedDict()
-_site_sets: dict[Generation, frozenset[str]] = {}
+# (generation, site) -> SiteTree; generation -> the stored site names (only the current
+# generation is ever asked for again).
+_trees = memos.by_value("locations.site_trees", max_entries=MEMO_SITES)
+_site_sets = memos.by_value("locations.stored_sites", max_entries=1)
+# The tables are plain mappings; stored_trees runs on several catalog-read threads at once.
 _lock = threading.Lock()
-
-
-def forget() -> None:
-    """Drop the trees kept in memory (tests that rebuild the subtrees under one version)."""
-    with _lock:
-        _memo.clear()
-        _site_sets.clear()
 
 
 def _load_tree(site: str) -> SiteTree:
@@ -158,15 +155,12 @@ class StoredTrees:
     async def tree(self, site: str) -> SiteTree:
         key = (self.generation, site)
         with _lock:
-            hit = _memo.get(key)
-            if hit is not None:
-                _memo.move_to_end(key)
-                return hit
+            hit: SiteTree | None = _trees.get(key)
+        if hit is not None:
+            return hit
         tree: SiteTree = await self.run(_load_tree, site)
         with _lock:
-            _memo[key] = tree
-            while len(_memo) > MEMO_SITES:
-                _memo.popitem(last=False)
+            _trees.put(key, tree)
         return tree
 
     async def find(self, name: str, *, record: bool = False) -> Found | None:
@@ -187,10 +181,9 @@ def stored_trees(cfg: EcoConfig, run: Runner | None = None) -> StoredTrees | Non
         return None
     generation = (state.version, state.refreshed_at)
     with _lock:
-        sites = _site_sets.get(generation)
+        sites: frozenset[str] | None = _site_sets.get(generation)
     if sites is None:
         sites = frozenset(LocationNodeRow.objects.filter(depth=0).values_list("name", flat=True))
         with _lock:
-            _site_sets.clear()
-            _site_sets[generation] = sites
+            _site_sets.put(generation, sites)
     return StoredTrees(generation, sites, run or _default_run)

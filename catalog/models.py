@@ -194,7 +194,7 @@ class LocationNodeRow(models.Model):
     in the upstream's order: `seq` is the pre-order position within the site); `record` is the
     node's plain record from a batched GraphQL `findLocations` (coordinates, UTM, orientation,
     offsets, active periods, properties, polygon), null when GraphQL did not know the name.
-    History is not stored: see catalog.locations for which fields come from where."""
+    History is not stored: see families/locations.py for which fields come from where."""
 
     name = models.CharField(max_length=200, unique=True)
     site_code = models.CharField(max_length=4)  # indexed by the (site_code, seq) constraint

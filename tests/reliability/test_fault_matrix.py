@@ -17,7 +17,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from catalog.locations import forget_placements
+from eco_core.memo import memos
 from mcp_gateway.registry import default_registry
 from tests.catalog.conftest import catalog_module  # noqa: F401  (fixture)
 from tests.reliability.fault_matrix import (
@@ -51,7 +51,7 @@ def sim() -> Any:
 @pytest.fixture
 async def case(sim, catalog_module, db, tmp_path: Path) -> AsyncIterator[Case]:  # noqa: F811
     sim.faults.clear()
-    forget_placements()  # find_locations remembers coordinates per process: start from none
+    memos.drop_all()  # eco_find_locations remembers coordinates per process: start from none
     with contextlib.ExitStack() as stack:
         yield Case(sim, tmp_path, stack)
         if sim.current is None:

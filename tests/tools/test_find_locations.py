@@ -11,16 +11,15 @@ from collections import Counter
 
 import pytest
 
-from catalog.locations import find_locations, forget_placements
 from catalog.sites import haversine_km
+from eco_core.memo import memos
 from tests.tools.conftest import error_of
-from tests.tools.location_support import stored_subtrees, upstream_only  # noqa: F401  (fixture)
-from upstream.client import get_client
+from tests.tools.location_support import stored_subtrees, subtrees_hidden  # noqa: F401  (fixture)
 
 
 @pytest.fixture(autouse=True)
 def _no_remembered_coordinates():
-    forget_placements()
+    memos.drop_all()  # coordinates from GraphQL are remembered per process: request counts start from none
 
 
 def _tree(sim, name: str) -> list[dict]:
@@ -192,9 +191,10 @@ async def test_a_stored_site_walk_costs_no_request_and_lists_what_the_upstream_w
         assert (item["latitude"], item["longitude"]) == (node["locationDecimalLatitude"],
                                                          node["locationDecimalLongitude"])
     # The fallback walk (hierarchy=true and one GraphQL lookup) lists the same page, field by field.
-    upstream = await find_locations(client=get_client(), catalog=await upstream_only(), root="HARV", limit=200)
-    assert body["items"] == [i.model_dump(by_alias=True) for i in upstream.items]
-    assert upstream.from_upstream and not upstream.roots[0].from_catalog
+    with subtrees_hidden():
+        upstream = (await run_tool("eco_find_locations", {"root": "harv", "limit": 200})).ok
+    assert body["items"] == upstream["items"]
+    assert upstream["source"]["origin"] == "mixed" and not upstream["roots"][0]["fromCatalog"]
 
 
 async def test_stored_walks_below_a_tower_by_type_and_by_distance_cost_no_request(run_tool, sim,
