@@ -48,8 +48,8 @@ from asgiref.sync import async_to_sync  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from catalog import index  # noqa: E402
-from catalog.products import search_products  # noqa: E402
 from eco_core import config as eco_config  # noqa: E402
+from families.products import SearchProductsInput, find_products  # noqa: E402
 
 
 def queries(idx: index.CatalogIndex, n: int = 1000, seed: int = 7) -> list[dict]:
@@ -85,12 +85,12 @@ def queries(idx: index.CatalogIndex, n: int = 1000, seed: int = 7) -> list[dict]
 def bench_search(idx: index.CatalogIndex) -> dict:
     qs = queries(idx)
     for q in qs[:50]:
-        search_products(index=idx, **q)  # warm the token cache the way a running server would
+        find_products(idx, SearchProductsInput(**q))  # warm the token cache the way a running server would
     idx._token_cache.clear()
     times = []
     for q in qs:
         t0 = time.perf_counter()
-        search_products(index=idx, **q)
+        find_products(idx, SearchProductsInput(**q))
         times.append((time.perf_counter() - t0) * 1000)
     times.sort()
     return {"n": len(times), "p50_ms": statistics.median(times), "p99_ms": times[int(len(times) * 0.99) - 1],
@@ -101,8 +101,9 @@ def first_search_after_start() -> dict:
     code = (
         "import time; t0 = time.perf_counter(); import os, django; "
         "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'eco_service.settings'); django.setup(); "
-        "from catalog.products import search_products; r = search_products(query='soil temperature'); "
-        "print(r.total, round((time.perf_counter() - t0) * 1000, 1))"
+        "from catalog.index import get_index; from families.products import SearchProductsInput, find_products; "
+        "r = find_products(get_index(), SearchProductsInput(query='soil temperature')); "
+        "print(len(r.hits), round((time.perf_counter() - t0) * 1000, 1))"
     )
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,

@@ -1,4 +1,4 @@
-"""What the catalog searches (catalog.products, catalog.sites) share."""
+"""What the searches over the catalog index share (the products and sites families)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from catalog.index import CatalogIndex
+from eco_core.memo import KeptByValue, memos
 from eco_core.wire import page
 
 H = TypeVar("H")
@@ -33,26 +34,19 @@ class Found(Generic[H]):
 
 
 class KeptSearches(Generic[H]):
-    """Searches kept for the latest index only: a built index never changes, so a search's
-    matches are a function of its filters and the index. Agents page through one search and
-    many ask the same few, and each page re-ran matching, scoring, facets and, for a miss, a
-    fuzzy pass (most of a search tool's own work). Bounded; the oldest goes first."""
+    """Searches kept per index, a table of the memo registry (emptied when the index changes):
+    a built index never changes, so a search's matches are a function of its filters and the
+    index. Bounded; the oldest goes first. Each entry holds its index, so a search is never
+    answered for another index."""
 
-    def __init__(self) -> None:
-        self._idx: CatalogIndex | None = None
-        self._held: dict[tuple[Any, ...], Found[H]] = {}
+    def __init__(self, name: str, *, max_entries: int) -> None:
+        self.table: KeptByValue[tuple[CatalogIndex, Found[H]]] = memos.by_value(name, max_entries=max_entries)
 
-    def held(self, idx: CatalogIndex) -> dict[tuple[Any, ...], Found[H]]:
-        if self._idx is not idx:
-            self._idx, self._held = idx, {}
-        return self._held
-
-    def found(self, idx: CatalogIndex, key: tuple[Any, ...], bound: int, make: Callable[[], Found[H]]) -> Found[H]:
-        held = self.held(idx)
-        found = held.get(key)
-        if found is None:
-            found = make()
-            if len(held) >= bound:
-                held.pop(next(iter(held)), None)
-            held[key] = found
+    def found(self, idx: CatalogIndex, key: tuple[Any, ...], make: Callable[[], Found[H]]) -> Found[H]:
+        """The kept search of `key` over `idx`, made (and kept) when there is none."""
+        held = self.table.get((id(idx), key))
+        if held is not None and held[0] is idx:
+            return held[1]
+        found = make()
+        self.table.put((id(idx), key), (idx, found))
         return found

@@ -90,6 +90,22 @@ if TYPE_CHECKING:
     _fits: type[CatalogUpstream] = MiniClient  # mypy: the fake implements the client's Protocol
 
 
+class NoUpstream:
+    """Stands in for the upstream client where a read must be served by the catalog alone."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the read asked the upstream ({name}) although the catalog holds the answer")
+
+
+def family_call(cfg: Any, upstream: Any = None) -> Any:
+    """The call context a family's read gets, its upstream client `upstream` (by default one the
+    read must never ask)."""
+    from families.call import CallContext
+
+    return CallContext(cfg=cfg, transport="stdio", protocol_version="2026-07-28",
+                       upstream=upstream if upstream is not None else NoUpstream())
+
+
 @pytest.fixture
 def eco_cfg(sim):
     """The default configuration with the upstream pointed at the simulator, installed as the

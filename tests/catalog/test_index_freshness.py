@@ -13,7 +13,7 @@ from django.db import connection
 
 from catalog import index
 from catalog.models import CatalogState, ReleaseRow
-from catalog.products import search_products
+from families.products import SearchProductsInput, find_products
 from tests.catalog.conftest import _wipe
 from tests.conftest import IN_CI
 
@@ -35,7 +35,7 @@ def test_searches_between_version_checks_cost_no_database_query(idx, django_asse
     with django_assert_num_queries(0):
         for q in ("soil", "wind", "temperature", "DP1.10003.001"):
             assert index.get_index(clock=clock) is first
-            search_products(query=q, index=index.get_index(clock=clock))
+            find_products(index.get_index(clock=clock), SearchProductsInput(query=q))
 
 
 def test_unchanged_versions_keep_the_same_index_after_a_check(idx, django_assert_num_queries):

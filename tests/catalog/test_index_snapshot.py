@@ -14,8 +14,8 @@ from django.db.models import F
 from catalog import index, index_snapshot
 from catalog.availability import get_availability
 from catalog.models import CatalogState
-from catalog.products import search_products
-from catalog.sites import search_sites
+from families.products import SearchProductsInput, find_products
+from families.sites import SearchSitesInput, find_sites
 
 
 class NoUpstream:
@@ -69,11 +69,12 @@ def test_an_index_taken_from_a_snapshot_holds_and_answers_the_same_as_the_built_
     for part in ("products", "by_code", "sites", "site_by_code", "releases", "domains", "postings", "field_of", "vocab"):
         assert getattr(loaded, part) == getattr(built, part), part
     for query in ("soil temperature", "barometric presure", "mammals", "DP1.10003.001", "carbon dioxde flux"):
-        assert search_products(query=query, index=loaded) == search_products(query=query, index=built)
-    assert (search_products(site="HARV", release="RELEASE-2024", available_from="2019-01", index=loaded)
-            == search_products(site="HARV", release="RELEASE-2024", available_from="2019-01", index=built))
+        args = SearchProductsInput(query=query)
+        assert find_products(loaded, args) == find_products(built, args)
+    args = SearchProductsInput(site="HARV", release="RELEASE-2024", available_from="2019-01")
+    assert find_products(loaded, args) == find_products(built, args)
     for query in ("harv", "central plains", "Colorado"):
-        assert search_sites(query=query, index=loaded) == search_sites(query=query, index=built)
+        assert find_sites(loaded, SearchSitesInput(query=query)) == find_sites(built, SearchSitesInput(query=query))
 
 
 async def test_availability_from_a_snapshot_is_the_availability_of_the_built_index(kept, idx):

@@ -1,6 +1,12 @@
+<<<<<<< HEAD
 """Product searches are kept per index: a kept search answers exactly what a fresh one
 does, for any page, no caller can change it for the next, and the store is bounded and belongs to
 one index."""
+=======
+"""Product searches are kept per index: a kept search answers exactly what a fresh one does, for
+any page, no caller can change it for the next, and the store is bounded and belongs to one
+index."""
+>>>>>>> wt/f-prodsites
 
 from __future__ import annotations
 
@@ -8,8 +14,10 @@ import copy
 
 import pytest
 
-from catalog import products
-from catalog.products import search_products
+from eco_core.memo import memos
+from families import products
+from families.products import SearchProductsInput, find_products
+from tests.catalog.conftest import family_call
 
 SEARCHES = [
     {"query": "soil temperature", "limit": 10},
@@ -21,55 +29,66 @@ SEARCHES = [
 ]
 
 
-def _answer(r) -> dict:
-    return {"items": [(h.code, h.score, h.matched_on, h.summary(500).model_dump()) for h in r.items],
-            "total": r.total, "page": r.page.model_dump(), "facets": r.facets, "didYouMean": r.did_you_mean,
-            "resolved": r.resolved}
+def kept() -> int:
+    return memos.sizes()["products.searches"]
+
+
+async def search(cfg, **args) -> products.SearchProductsOutput:
+    return await products.search_products(SearchProductsInput(**args), family_call(cfg))
+
+
+def _answer(out: products.SearchProductsOutput) -> dict:
+    return out.model_dump()
 
 
 @pytest.mark.parametrize("args", SEARCHES)
-def test_a_kept_search_answers_what_a_fresh_search_answers(idx, args):
-    products._kept(idx).clear()
-    fresh = _answer(search_products(index=idx, **args))
-    assert len(products._kept(idx)) == 1
-    assert _answer(search_products(index=idx, **args)) == fresh
+async def test_a_kept_search_answers_what_a_fresh_search_answers(idx, eco_cfg, args):
+    memos.drop_all()
+    fresh = _answer(await search(eco_cfg, **args))
+    assert kept() == 1
+    assert _answer(await search(eco_cfg, **args)) == fresh
 
 
-def test_every_page_of_a_search_comes_from_the_one_kept_search(idx):
-    products._kept(idx).clear()
-    whole = search_products(query="temperature", limit=100, index=idx)
-    pages = [search_products(query="temperature", limit=7, offset=o, index=idx) for o in range(0, whole.total, 7)]
-    assert len(products._kept(idx)) == 1  # limit and offset are not part of a search
-    assert [h.code for p in pages for h in p.items] == [h.code for h in whole.items]
-    assert [p.page.next_offset for p in pages][:-1] == list(range(7, whole.total, 7))[:len(pages) - 1]
+async def test_every_page_of_a_search_comes_from_the_one_kept_search(idx, eco_cfg):
+    memos.drop_all()
+    whole = await search(eco_cfg, query="temperature", limit=100)
+    total = whole.page.total
+    pages = [await search(eco_cfg, query="temperature", limit=7, offset=o) for o in range(0, total, 7)]
+    assert kept() == 1  # limit and offset are not part of a search
+    assert [i.product_code for p in pages for i in p.items] == [i.product_code for i in whole.items]
+    assert [p.page.next_offset for p in pages][:-1] == list(range(7, total, 7))[:len(pages) - 1]
 
 
-def test_changing_a_returned_answer_does_not_change_the_next(idx):
+async def test_changing_a_returned_answer_does_not_change_the_next(idx, eco_cfg):
     args = {"query": "temperature", "site": "HARV"}
-    first = search_products(index=idx, **args)
-    expected = _answer(search_products(index=idx, **args))
+    first = await search(eco_cfg, **args)
+    expected = _answer(await search(eco_cfg, **args))
     first.facets["themes"].clear()
     first.resolved["site"]["siteCode"] = "XXXX"
     first.items.clear()
-    missed = search_products(query="canopy nitrogen foliar", index=idx)
+    missed = await search(eco_cfg, query="canopy nitrogen foliar")
     assert missed.did_you_mean
     missed.did_you_mean.clear()
-    assert _answer(search_products(index=idx, **args)) == expected
-    assert search_products(query="canopy nitrogen foliar", index=idx).did_you_mean
+    assert _answer(await search(eco_cfg, **args)) == expected
+    assert (await search(eco_cfg, query="canopy nitrogen foliar")).did_you_mean
 
 
 def test_kept_searches_are_bounded_oldest_first(idx, monkeypatch):
-    monkeypatch.setattr(products, "KEPT_SEARCHES", 3)
-    products._kept(idx).clear()
-    for q in ("soil", "air", "bird", "water", "plant"):
-        search_products(query=q, index=idx)
-    kept = products._kept(idx)
-    assert [key[0] for key in kept] == ["bird", "water", "plant"]
+    # The bound is the table's; a small one shows which searches it forgets.
+    monkeypatch.setattr(products.kept_searches.table, "max_entries", 3)
+    memos.drop_all()
+    first = {q: find_products(idx, SearchProductsInput(query=q)) for q in ("soil", "air", "bird", "water", "plant")}
+    assert kept() == 3
+    for q in ("bird", "water", "plant"):
+        assert find_products(idx, SearchProductsInput(query=q)) is first[q]
+    for q in ("soil", "air"):
+        assert find_products(idx, SearchProductsInput(query=q)) is not first[q]
 
 
 def test_another_index_starts_with_no_kept_searches(idx):
-    search_products(query="soil", index=idx)
+    args = SearchProductsInput(query="soil")
+    mine = find_products(idx, args)
     other = copy.copy(idx)
-    assert products._kept(other) == {}
-    assert [h.code for h in search_products(query="soil", index=other).items] == \
-        [h.code for h in search_products(query="soil", index=idx).items]
+    theirs = find_products(other, args)
+    assert theirs is not mine and find_products(idx, args) is mine
+    assert [h.code for h in theirs.hits] == [h.code for h in mine.hits]

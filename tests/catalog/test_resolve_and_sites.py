@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.products import product_detail
 from catalog.releases import list_releases
 from catalog.resolve import resolve_product, resolve_release, resolve_site
-from catalog.sites import haversine_km, search_sites, site_detail, with_elevations
+from catalog.sites import haversine_km
 from eco_core.errors import EcoError
+from families import products, sites
+from families.products import GetProductInput
+from families.sites import GetSiteInput, SearchSitesInput, find_sites
+from tests.catalog.conftest import family_call
+
+
+def search_sites(*, index, **filters) -> list:
+    """The matches of a site search over `index` (every page)."""
+    return find_sites(index, SearchSitesInput(**filters)).hits
 
 
 def error_of(fn, *args, **kw) -> EcoError:
@@ -107,60 +115,48 @@ def test_unknown_release_gives_not_found_with_valid_releases(idx):
 
 def test_proximity_lists_nearest_first_with_distance_inside_the_radius(idx):
     harv = idx.site_by_code["HARV"]
-    r = search_sites(latitude=harv.latitude, longitude=harv.longitude, radius_km=400, index=idx)
-    dists = [h.distance_km for h in r.items]
-    assert r.items[0].site.code == "HARV" and dists[0] == 0.0
+    hits = search_sites(latitude=harv.latitude, longitude=harv.longitude, radius_km=400.0, index=idx)
+    dists = [h.distance_km for h in hits]
+    assert hits[0].site.code == "HARV" and dists[0] == 0.0
     assert dists == sorted(dists) and all(d <= 400 for d in dists)
-    assert len(r.items) > 1
+    assert len(hits) > 1
     outside = [s for s in idx.sites if haversine_km(harv.latitude, harv.longitude, s.latitude, s.longitude) > 400]
-    assert not {s.code for s in outside} & {h.site.code for h in r.items}
+    assert not {s.code for s in outside} & {h.site.code for h in hits}
 
 
 def test_site_query_matches_code_name_words_state_and_domain_names(idx):
-    assert [h.site.code for h in search_sites(query="harv", index=idx).items] == ["HARV"]
-    assert "ARIK" in [h.site.code for h in search_sites(query="arikaree", index=idx).items]
+    assert [h.site.code for h in search_sites(query="harv", index=idx)] == ["HARV"]
+    assert "ARIK" in [h.site.code for h in search_sites(query="arikaree", index=idx)]
     colorado = search_sites(query="Colorado", index=idx)
-    assert colorado.total > 0 and all(h.site.state_code == "CO" or "colorado" in h.site.domain_name.lower()
-                                      for h in colorado.items)
+    assert colorado and all(h.site.state_code == "CO" or "colorado" in h.site.domain_name.lower()
+                            for h in colorado)
     plains = search_sites(query="central plains", index=idx)
-    assert plains.total > 0 and all(h.site.domain_code == "D10" for h in plains.items)
+    assert plains and all(h.site.domain_code == "D10" for h in plains)
 
 
 def test_site_filters_by_type_state_domain_and_product(idx):
-    r = search_sites(site_type="core", domain_code="D10", index=idx)
-    assert r.total > 0 and all(h.site.site_type == "CORE" and h.site.domain_code == "D10" for h in r.items)
-    with_birds = search_sites(product="DP1.10003.001", index=idx, limit=100)
+    core = search_sites(site_type="CORE", domain_code="d10", index=idx)
+    assert core and all(h.site.site_type == "CORE" and h.site.domain_code == "D10" for h in core)
+    with_birds = find_sites(idx, SearchSitesInput(product="DP1.10003.001"))
     assert with_birds.resolved["product"]["productCode"] == "DP1.10003.001"
-    assert {h.site.code for h in with_birds.items} == set(idx.by_code["DP1.10003.001"].sites)
+    assert {h.site.code for h in with_birds.hits} == set(idx.by_code["DP1.10003.001"].sites)
 
 
 def test_site_query_tolerates_typos(idx):
-    assert [h.site.code for h in search_sites(query="Harverd Forrest", index=idx).items] == ["HARV"]
+    assert [h.site.code for h in search_sites(query="Harverd Forrest", index=idx)] == ["HARV"]
 
 
 def test_site_query_matching_nothing_suggests_sites(idx):
-    r = search_sites(query="Harvard Glacier", index=idx)
-    assert r.total == 0 and r.did_you_mean and r.did_you_mean[0] == "HARV"
+    r = find_sites(idx, SearchSitesInput(query="Harvard Glacier"))
+    assert r.hits == [] and r.did_you_mean and r.did_you_mean[0] == "HARV"
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "field"),
-    [({"latitude": 95, "longitude": 0}, "latitude"), ({"latitude": 10}, "longitude"),
-     ({"radius_km": 0}, "radius_km"), ({"site_type": "EDGE"}, "site_type"), ({"state_code": "Mass"}, "state_code")],
-)
-def test_bad_site_search_input_names_the_field(idx, kwargs, field):
-    e = error_of(search_sites, index=idx, **kwargs)
-    assert e.code == "invalid_argument" and e.message.startswith(field)
+def test_latitude_without_longitude_names_longitude(idx):
+    e = error_of(find_sites, idx, SearchSitesInput(latitude=10.0))
+    assert e.code == "invalid_argument" and e.message.startswith("longitude")
 
 
 # -- the detail reads and reference lists, served from the catalog ---------------------------
-
-class NoUpstream:
-    """Stands in for the upstream client where a read must be served by the catalog alone."""
-
-    def __getattr__(self, name):
-        raise AssertionError(f"the read asked the upstream ({name}) although the catalog holds the answer")
-
 
 class FailingLocations:
     """An upstream whose location records are unavailable."""
@@ -169,12 +165,11 @@ class FailingLocations:
         raise EcoError("upstream_unavailable", "GET /locations/sites: the upstream did not answer")
 
 
-async def test_product_record_from_the_catalog_echoes_the_resolution(idx):
-    a = await product_detail(idx=idx, client=NoUpstream(), base_url="https://x/api/v0",
-                             product="Breeding landbird point counts", release=None, include=[])
-    assert a.record.product_code == "DP1.10003.001" and a.record.specs_count >= 0 and not a.from_upstream
-    assert a.resolved["product"]["matchedBy"] == "name"
-    assert a.record.releases and a.record.releases[-1].doi.startswith("https://doi.org/")
+async def test_product_record_from_the_catalog_echoes_the_resolution(idx, eco_cfg):
+    out = await products.get_product(GetProductInput(product="Breeding landbird point counts"), family_call(eco_cfg))
+    assert out.product_code == "DP1.10003.001" and out.specs_count >= 0 and out.source.origin == "catalog"
+    assert out.resolved["product"]["matchedBy"] == "name"
+    assert out.releases and out.releases[-1].doi.startswith("https://doi.org/")
 
 
 class FailingSiteRecord:
@@ -184,23 +179,24 @@ class FailingSiteRecord:
         raise EcoError("upstream_unavailable", f"GET /sites/{code}: the upstream did not answer")
 
 
-async def test_site_record_lists_the_catalog_products_available_there_when_the_site_record_fails(idx):
-    a = await site_detail(idx=idx, client=FailingSiteRecord(), base_url="https://x/api/v0", site="harv",
-                          release=None, include=["products"], products_limit=300)
-    assert a.record.site_code == "HARV" and not a.from_upstream
-    assert {p.product_code for p in a.record.data_products} == {p.code for p in idx.products if "HARV" in p.sites}
-    assert any("GET /sites/HARV failed (upstream_unavailable)" in n for n in a.notes)
+async def test_site_record_lists_the_catalog_products_available_there_when_the_site_record_fails(idx, eco_cfg):
+    out = await sites.get_site(GetSiteInput(site="harv", products_limit=300),
+                               family_call(eco_cfg, FailingSiteRecord()))
+    assert out.site_code == "HARV" and out.source.origin == "catalog"
+    assert out.site_name == idx.site_by_code["HARV"].name
+    assert {p.product_code for p in out.data_products} == {p.code for p in idx.products if "HARV" in p.sites}
+    assert any("GET /sites/HARV failed (upstream_unavailable)" in n for n in out.notes)
 
 
-async def test_site_elevation_comes_from_the_catalog_when_the_location_records_fail(idx):
-    hits = search_sites(query="harv", index=idx).items
-    elevated = await with_elevations(client=FailingLocations(), hits=hits)
-    assert [i.site_code for i in elevated.items] == ["HARV"] and elevated.items[0].elevation is not None
-    assert not elevated.from_upstream and "upstream_unavailable" in elevated.note
+async def test_site_elevation_comes_from_the_catalog_when_the_location_records_fail(idx, eco_cfg):
+    out = await sites.search_sites(SearchSitesInput(query="harv", include_elevation=True),
+                                   family_call(eco_cfg, FailingLocations()))
+    assert [i.site_code for i in out.items] == ["HARV"] and out.items[0].elevation is not None
+    assert out.source.origin == "catalog" and any("upstream_unavailable" in n for n in out.notes)
 
 
 def test_reference_lists_of_sites_and_releases(idx):
-    assert search_sites(index=idx, limit=100).total == 81
+    assert len(search_sites(index=idx)) == 81
     releases = list_releases(index=idx)
     assert releases.latest == "RELEASE-2026" and len(releases.releases) == 6
     assert all(r.product_count > 0 and r.generation_date for r in releases.releases)

@@ -10,11 +10,11 @@ from asgiref.sync import async_to_sync
 from django.urls import reverse
 
 from catalog.models import SUBTREES, CatalogRefresh, CatalogState, LocationRow, ProductRow
-from catalog.products import search_products
 from catalog.services import prewarm, refresh_catalogs
 from catalog.services.location_subtrees import refresh_location_subtrees
 from catalog.status import catalog_status, readiness
 from eco_core.errors import EcoError
+from families.products import SearchProductsInput, find_products
 from upstream.client import get_client
 
 
@@ -27,7 +27,7 @@ def test_readiness_is_warming_until_products_and_sites_exist(db, eco_cfg):
 
 def test_search_before_any_catalog_is_catalog_unavailable(db, fresh_index):
     with pytest.raises(EcoError) as exc:
-        search_products(query="soil")
+        find_products(fresh_index.get_index(), SearchProductsInput(query="soil"))
     assert exc.value.code == "catalog_unavailable"
 
 

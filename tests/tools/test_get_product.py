@@ -171,12 +171,12 @@ async def test_a_future_product_has_an_empty_availability_summary_and_no_rows(ru
 async def test_a_repeated_catalog_only_call_is_answered_by_the_same_object_and_the_same_result(run_tool, sim_cfg):
     """Catalog-only answers are kept per index and input (the gateway then reuses their dump and
     text); an answer that asked the upstream is never kept."""
-    from catalog.index import get_index
+    from eco_core.memo import memos
     from eco_core.wire import is_returned_again
+    from families import products
     from families.call import CallContext
     from mcp_gateway.arguments import parse_arguments
     from mcp_gateway.registry import default_registry
-    from mcp_gateway.tools import products
 
     spec = default_registry().get("eco_get_product")
     assert spec is not None
@@ -188,11 +188,18 @@ async def test_a_repeated_catalog_only_call_is_answered_by_the_same_object_and_t
         return CallContext(cfg=sim_cfg, transport="stdio", protocol_version="2026-07-28")
 
     args = parse_arguments(spec, {"product": SOIL})
-    out = await products.get_product_tool(args, call())
-    assert out is await products.get_product_tool(args, call()) and is_returned_again(out)
-    held = products._catalog_answers.held()
-    assert all(entry[0] is get_index() for entry in held)
+    out = await products.get_product(args, call())
+    assert out is await products.get_product(args, call()) and is_returned_again(out)
+    kept = memos.sizes()["products.catalog_answers"]
     detailed = parse_arguments(spec, {"product": SOIL, "include": ["abstract"]})
-    one = await products.get_product_tool(detailed, call())
-    assert one is not await products.get_product_tool(detailed, call()) and not is_returned_again(one)
-    assert len(products._catalog_answers) == len(held)
+    one = await products.get_product(detailed, call())
+    assert one is not await products.get_product(detailed, call()) and not is_returned_again(one)
+    assert memos.sizes()["products.catalog_answers"] == kept
+
+
+async def test_another_spelling_of_the_same_product_answers_the_same_catalog_record(run_tool):
+    by_code = (await run_tool("eco_get_product", {"product": SOIL})).ok
+    by_name = (await run_tool("eco_get_product", {"product": "soil temperature"})).ok
+    assert by_name["resolved"]["product"]["matchedBy"] == "name"
+    assert {k: v for k, v in by_name.items() if k != "resolved"} == \
+        {k: v for k, v in by_code.items() if k != "resolved"}

@@ -106,6 +106,10 @@ async def test_wrong_types_give_invalid_argument_naming_the_field(run_tool):
     error_of(await run_tool("eco_search_products", {"science_team": "XYZ"}), "invalid_argument", "science_team")
     error_of(await run_tool("eco_search_products", {"available_from": "2020-13"}), "invalid_argument",
              "available_from")
+    error_of(await run_tool("eco_search_products", {"status": "DEAD"}), "invalid_argument", "status")
+    error_of(await run_tool("eco_search_products", {"domain_code": "D42"}), "invalid_argument", "domain_code")
+    error_of(await run_tool("eco_search_products", {"sort": "score"}), "invalid_argument", "sort")
+    error_of(await run_tool("eco_search_products", {"level": 7}), "invalid_argument", "level")
 
 
 async def test_unknown_argument_is_named_with_the_valid_ones(run_tool):
