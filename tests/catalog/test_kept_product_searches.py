@@ -1,12 +1,6 @@
-<<<<<<< HEAD
-"""Product searches are kept per index: a kept search answers exactly what a fresh one
-does, for any page, no caller can change it for the next, and the store is bounded and belongs to
-one index."""
-=======
 """Product searches are kept per index: a kept search answers exactly what a fresh one does, for
 any page, no caller can change it for the next, and the store is bounded and belongs to one
 index."""
->>>>>>> wt/f-prodsites
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-<<<<<<< HEAD
-"""Site searches are kept per index: a kept search answers exactly what a fresh one
-does, for any page, no caller can change it for the next, a summary with elevations never
-becomes the plain one, and the store is bounded and belongs to one index."""
-=======
 """Site searches are kept per index: a kept search answers exactly what a fresh one does, for any
 page, no caller can change it for the next, an item with elevations never becomes the plain one,
 and the store is bounded and belongs to one index."""
->>>>>>> wt/f-prodsites
 
 from __future__ import annotations
 
