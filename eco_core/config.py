@@ -43,6 +43,7 @@ import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
@@ -217,6 +218,28 @@ class Downloads(_Section):
         default_factory=lambda: ["data.neonscience.org", "storage.googleapis.com", "*.storage.googleapis.com"],
         description="Hosts downloads may come from ('*.' is a subdomain wildcard).",
     )
+
+    storage_origins: list[str] = Field(default_factory=list, description=(
+        "Exact origins (scheme://host:port) a download may also be redirected to, plain http included (a local "
+        "storage emulator); otherwise a redirect must stay on the upstream's origin or reach an allowed host "
+        "over https."))
+
+    @field_validator("storage_origins")
+    @classmethod
+    def _origins(cls, v: list[str]) -> list[str]:
+        out = []
+        for item in v:
+            parts = urlsplit(item.strip())
+            try:
+                port = parts.port
+            except ValueError:
+                port = None
+            if (parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password
+                    or parts.path not in ("", "/") or parts.query or parts.fragment
+                    or (port is None and re.search(r":\d*$", parts.netloc))):
+                raise ValueError(f"{item!r} is not an origin like http://localhost:8766 (a comma-separated list)")
+            out.append(f"{parts.scheme}://{parts.netloc.lower()}")
+        return out
 
     @field_validator("allowed_hosts")
     @classmethod
