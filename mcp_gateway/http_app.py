@@ -28,7 +28,7 @@ from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import PROTOCOL_VERSION_META_KEY
-from mcp_types.jsonrpc import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -38,6 +38,7 @@ from mcp_gateway import health, ports, splice
 from mcp_gateway.origin import HostPolicy
 from mcp_gateway.registry import Registry
 from mcp_gateway.server import build_server
+from mcp_gateway.tokens import header_token_problem
 
 log = logging.getLogger("eco.gateway.http")
 # The SDK logs every stateless request's teardown at INFO ("Terminating session: None"): noise.
@@ -94,6 +95,7 @@ class EcoHttpApp:
             max_request_body_size=cfg.server.max_request_body_size,
         )
         self.prewarm_task: asyncio.Task[None] | None = None
+        self._token_header = cfg.server.request_token_header.lower().encode("latin-1")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -173,6 +175,15 @@ class EcoHttpApp:
         headers = scope.get("headers", ())
         if any(v[:1] in _PADDING or v[-1:] in _PADDING for _, v in headers):
             scope = {**scope, "headers": [(k, v.strip(b" \t")) for k, v in headers]}
+        problem = header_token_problem(self.cfg, dict(reversed(scope.get("headers") or ())).get(self._token_header))
+        if problem is not None:
+            # A token the upstream could never be sent: refused for the whole request, as the
+            # protocol's invalid params, before the SDK (and any upstream request) sees it.
+            parsed = await _read_json(receive, self.cfg.server.max_request_body_size)
+            error = {"code": INVALID_PARAMS, "message": problem,
+                     "data": {"code": "invalid_argument", "field": self.cfg.server.request_token_header}}
+            await _send_json(send, 400, {"jsonrpc": "2.0", "id": _request_id(parsed), "error": error})
+            return
         version = _header(scope, b"mcp-protocol-version")
         if version is not None and version not in KNOWN_PROTOCOL_VERSIONS:
             # The SDK checks the header only against a modern envelope (-32020 when they differ,
@@ -200,25 +211,15 @@ class EcoHttpApp:
         """-32022 (HTTP 400) naming every version served, the request's id echoed when the body
         (read up to the request size limit) is a JSON-RPC request. A body with a modern envelope
         is returned instead, for the SDK to compare header and envelope."""
-        body, limit = bytearray(), self.cfg.server.max_request_body_size
-        while len(body) <= limit:
-            message = await receive()
-            if message["type"] != "http.request":
-                return None  # the client went away
-            body.extend(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        try:
-            parsed = json.loads(bytes(body)) if len(body) <= limit else None
-        except ValueError:
-            parsed = None
+        body = await _read_body(receive, self.cfg.server.max_request_body_size)
+        if body is None:
+            return None  # the client went away
+        parsed = _parse(body, self.cfg.server.max_request_body_size)
         params = parsed.get("params") if isinstance(parsed, dict) else None
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
             return bytes(body)
-        rid = parsed.get("id") if isinstance(parsed, dict) else None
-        if isinstance(rid, bool) or not isinstance(rid, (str, int)):
-            rid = None
+        rid = _request_id(parsed)
         error = {"code": UNSUPPORTED_PROTOCOL_VERSION, "message": f"Unsupported protocol version {version[:64]!r} "
                  "in the MCP-Protocol-Version header",
                  "data": {"supported": list(KNOWN_PROTOCOL_VERSIONS), "requested": version[:64]}}
@@ -255,6 +256,37 @@ class EcoHttpApp:
         except Exception:
             # /readyz keeps answering warming; the next catalog refresh retries.
             log.exception("catalog prewarm failed")
+
+
+async def _read_body(receive: Receive, limit: int) -> bytearray | None:
+    """The request body, read until it ends or passes `limit`; None when the client went away."""
+    body = bytearray()
+    while len(body) <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        body.extend(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return body
+
+
+def _parse(body: bytearray, limit: int) -> Any:
+    try:
+        return json.loads(bytes(body)) if len(body) <= limit else None
+    except ValueError:
+        return None
+
+
+async def _read_json(receive: Receive, limit: int) -> Any:
+    body = await _read_body(receive, limit)
+    return None if body is None else _parse(body, limit)
+
+
+def _request_id(parsed: Any) -> str | int | None:
+    """The JSON-RPC id of a parsed request body, when it has a valid one."""
+    rid = parsed.get("id") if isinstance(parsed, dict) else None
+    return None if isinstance(rid, bool) or not isinstance(rid, (str, int)) else rid
 
 
 def _replay(body: bytes, then: Receive) -> Receive:
