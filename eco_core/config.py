@@ -264,6 +264,13 @@ class Server(_Section):
     )
     json_response: bool = Field(False, description="Answer application/json instead of one SSE frame.")
     max_request_body_size: int = Field(1048576, ge=1024, le=64 * 1048576, description="Largest request body.")
+    header_read_timeout_s: float = Field(10.0, gt=0, le=300, description=(
+        "Seconds a client has to send a request's headers, from the connection opening or the previous response "
+        "ending; then 408 and the connection is closed (an idle connection is closed without a reply). Applies "
+        "under the HTTP command and the image's uvicorn command (--http mcp_gateway.http_protocol:TimedHttpProtocol)."))
+    body_read_timeout_s: float = Field(20.0, gt=0, le=3600, description=(
+        "Seconds a client has to send a whole request body once its headers arrived; then 408 and the connection "
+        "is closed."))
     accept_header_token: bool = Field(True, description="Honour callers' token header (https or insecure switch).")
     request_token_header: str = Field("X-API-Token", min_length=1, description="Header carrying a caller's token.")
     allow_insecure_header_token: bool = Field(False, description="Accept token headers without https (development).")
