@@ -21,4 +21,8 @@ RUN python -m compileall -q eco_core upstream catalog downloads families mcp_gat
 RUN useradd --create-home eco && mkdir -p /app/data && chown eco /app/data
 USER eco
 EXPOSE 8080
-CMD ["uvicorn", "eco_service.asgi:application", "--host", "0.0.0.0", "--port", "8080"]
+# X-Forwarded-For/-Proto are believed from no one (uvicorn trusts 127.0.0.1 by default); behind a
+# reverse proxy set FORWARDED_ALLOW_IPS to its address(es). --http: request headers must arrive
+# within server.header_read_timeout_s (mcp_gateway/http_protocol.py).
+ENV FORWARDED_ALLOW_IPS=""
+CMD ["uvicorn", "eco_service.asgi:application", "--host", "0.0.0.0", "--port", "8080", "--http", "mcp_gateway.http_protocol:TimedHttpProtocol"]

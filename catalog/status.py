@@ -24,6 +24,10 @@ through `asgiref.sync.sync_to_async`.
 
 `degraded` is true when the GraphQL breaker is open (catalogs come from REST) or when the last
 refresh attempt of a catalog failed (the previous catalog is still served).
+
+A subtree walk is "refreshing" while its run lock (catalog.services.run_lock) is held. A progress
+claim found with the lock free was left by a walk that died (kill -9 cannot clear it): it is
+marked failed there and then (claim cleared, the error recorded), so it never reads as running.
 """
 
 from __future__ import annotations
@@ -35,9 +39,7 @@ from catalog.models import CATALOGS, SUBTREES, CatalogState
 from eco_core.config import EcoConfig, get_config
 
 READY_NEEDS = ("products", "sites")
-# A subtree walk moves its progress after every site (seconds apart, minutes when paced); one
-# that has not moved for this long died (kill -9 leaves `progress_at` set) and is not "refreshing".
-REFRESHING_STALL_S = 600.0
+INTERRUPTED = "interrupted: the process running the subtree refresh ended before it finished (killed or crashed)"
 
 
 def ttl_for(catalog: str, cfg: EcoConfig) -> int:
@@ -93,13 +95,31 @@ def catalog_status(cfg: EcoConfig | None = None) -> dict[str, Any]:
     # The stored site subtrees (catalog.services.location_subtrees): freshness, and the progress of
     # their long walk. Not needed for readiness: the location tools fall back to the upstream.
     sub = states.get(SUBTREES)
-    moving = bool(sub and sub.progress_at and (now - sub.progress_at).total_seconds() < REFRESHING_STALL_S)
+    moving = bool(sub and sub.progress_at)
+    if sub is not None and sub.progress_at is not None and not _walk_alive():
+        sub = states[SUBTREES] = _mark_interrupted(sub)
+        moving = False
     out[SUBTREES] = {**_entry(sub, SUBTREES, cfg, now), "sitesDone": sub.progress_done if sub else 0,
                      "sitesTotal": sub.progress_total if sub else 0, "refreshing": moving}
     # A catalog from another upstream is not served, so it cannot make the service ready.
     out["ready"] = all(out[c]["count"] > 0 and out[c]["upstreamMismatch"] is None for c in READY_NEEDS)
     out["degraded"] = _graphql_breaker_open() or any(s.last_error for s in states.values())
     return out
+
+
+def _walk_alive() -> bool:
+    # Imported here: catalog.services imports this module.
+    from catalog.services.run_lock import held
+
+    return held(SUBTREES)
+
+
+def _mark_interrupted(state: CatalogState) -> CatalogState:
+    """The dead walk's claim cleared and its failure recorded, only if the claim is still the
+    one read (a new walk that took the free lock meanwhile has written its own)."""
+    CatalogState.objects.filter(catalog=SUBTREES, progress_at=state.progress_at).update(
+        progress_at=None, last_error=INTERRUPTED)
+    return CatalogState.objects.filter(catalog=SUBTREES).first() or state
 
 
 SUBTREES_READYZ = ("ageSeconds", "stale", "refreshing", "sitesDone", "sitesTotal", "lastError",

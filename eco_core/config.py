@@ -43,6 +43,7 @@ import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
@@ -227,6 +228,28 @@ class Downloads(_Section):
         description="Hosts downloads may come from ('*.' is a subdomain wildcard).",
     )
 
+    storage_origins: list[str] = Field(default_factory=list, description=(
+        "Exact origins (scheme://host:port) a download may also be redirected to, plain http included (a local "
+        "storage emulator); otherwise a redirect must stay on the upstream's origin or reach an allowed host "
+        "over https."))
+
+    @field_validator("storage_origins")
+    @classmethod
+    def _origins(cls, v: list[str]) -> list[str]:
+        out = []
+        for item in v:
+            parts = urlsplit(item.strip())
+            try:
+                port = parts.port
+            except ValueError:
+                port = None
+            if (parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password
+                    or parts.path not in ("", "/") or parts.query or parts.fragment
+                    or (port is None and re.search(r":\d*$", parts.netloc))):
+                raise ValueError(f"{item!r} is not an origin like http://localhost:8766 (a comma-separated list)")
+            out.append(f"{parts.scheme}://{parts.netloc.lower()}")
+        return out
+
     @field_validator("allowed_hosts")
     @classmethod
     def _host_patterns(cls, v: list[str]) -> list[str]:
@@ -250,6 +273,13 @@ class Server(_Section):
     )
     json_response: bool = Field(False, description="Answer application/json instead of one SSE frame.")
     max_request_body_size: int = Field(1048576, ge=1024, le=64 * 1048576, description="Largest request body.")
+    header_read_timeout_s: float = Field(10.0, gt=0, le=300, description=(
+        "Seconds a client has to send a request's headers, from the connection opening or the previous response "
+        "ending; then 408 and the connection is closed (an idle connection is closed without a reply). Applies "
+        "under the HTTP command and the image's uvicorn command (--http mcp_gateway.http_protocol:TimedHttpProtocol)."))
+    body_read_timeout_s: float = Field(20.0, gt=0, le=3600, description=(
+        "Seconds a client has to send a whole request body once its headers arrived; then 408 and the connection "
+        "is closed."))
     accept_header_token: bool = Field(True, description="Honour callers' token header (https or insecure switch).")
     request_token_header: str = Field("X-API-Token", min_length=1, description="Header carrying a caller's token.")
     allow_insecure_header_token: bool = Field(False, description="Accept token headers without https (development).")

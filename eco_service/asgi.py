@@ -19,8 +19,11 @@ from django.db import DatabaseError, connections  # noqa: E402
 
 from eco_service.bootstrap import prepare_database  # noqa: E402
 from eco_service.checks import enforce_at_startup  # noqa: E402
-from mcp_gateway.http_app import build_app  # noqa: E402
+from mcp_gateway.http_app import build_app, route_uvicorn_logs  # noqa: E402
 
+# Under the uvicorn command its loggers got their own handlers (stdout, unfiltered) before this
+# import; django.setup() above configured ours: uvicorn's lines (access log included) go to ours.
+route_uvicorn_logs()
 application = build_app(django_app=get_asgi_application())
 # uvicorn runs no Django checks; build_app has just switched the configuration to HTTP, so the
 # checks (a known secret key, downloads over HTTP, ...) refuse start-up here, exit status 2.

@@ -6,6 +6,8 @@ eco.W001  server.public_base_url is not https: callers' token headers will be ig
 eco.E003  the download directory exists and is not a directory
 eco.E004  server.transport is http and DJANGO_SECRET_KEY is unset, published or weak (unless
           DJANGO_INSECURE_DEV_SECRET=1): the admin's sessions and CSRF tokens would be forgeable
+eco.E005  eco.api_token holds a character that is not printable ASCII (no header could carry it;
+          every request with it would fail); the message never quotes the token
 
 `enforce_at_startup()` is how an entry point without Django's command machinery (the ASGI module
 under uvicorn) runs them; `manage.py eco_mcp` runs them in eco_service.cli.
@@ -21,6 +23,7 @@ from django.conf import settings
 from django.core import checks
 
 from eco_core.config import ConfigError, get_config
+from mcp_gateway.tokens import printable_ascii
 
 # Keys anyone can read: this repository's fallback and the values its deployment files once
 # suggested. Django's own deploy check uses the same length and variety thresholds.
@@ -81,6 +84,17 @@ def check_configuration(app_configs: Any = None, **kwargs: Any) -> list[checks.C
                 "server.public_base_url is not https: callers' upstream tokens will not be accepted",
                 hint="Serve over https, or set server.allow_insecure_header_token for development.",
                 id="eco.W001",
+            )
+        )
+    token = cfg.eco.api_token.reveal() if cfg.eco.api_token else None
+    if token is not None and not printable_ascii(token):
+        found.append(
+            checks.Error(
+                f"eco.api_token (from {cfg.token_origin or 'the configuration'}) holds a character that is not "
+                "printable ASCII: no request could carry it in the X-API-Token header",
+                hint="Set the token exactly as NEON issued it (letters, digits and punctuation), without "
+                     "line breaks, tabs or other characters around it.",
+                id="eco.E005",
             )
         )
     d = cfg.download_dir

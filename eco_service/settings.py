@@ -127,6 +127,10 @@ DATABASE_URL = os.environ.get("DATABASE_URL") or ""
 DATABASES: dict[str, Any]
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        # A database host that drops packets (rather than refusing) would otherwise hold each
+        # catalog call for the kernel's TCP timeout; a URL's own ?connect_timeout= wins.
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
 else:
     DATABASES = {
         "default": {

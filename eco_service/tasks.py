@@ -1,7 +1,12 @@
 """Celery tasks of the composition root (found by the Celery app's autodiscovery), and the
 state of refreshes queued through the ops API (eco_service.ops_api): kept in Django's cache for
 a day, so the web process that queued one and the worker that runs it must share that cache
-(REDIS_URL) when Celery is used."""
+(REDIS_URL) when Celery is used.
+
+A run holds a run lock of its own (catalog.services.run_lock, named for the refresh) from before
+it records "running" until after it records how it ended. The lock dies with its process, so a
+state read as "running" while its lock is free was left by a run that was killed or crashed: it
+is recorded as failed then and there, instead of reading "running" for the rest of the day."""
 
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ log = logging.getLogger("eco.ops")
 OPS_REFRESH_TASK = "eco_service.ops_refresh"
 STATE_TTL_S = 86400
 STATE_KEY = "eco:ops:refresh:{}"
+RUN_LOCK = "ops-refresh-{}"
+DIED = "the process running this refresh ended before it finished (killed or crashed)"
 
 
 def now_iso() -> str:
@@ -28,20 +35,59 @@ def save_state(state: dict[str, Any]) -> None:
 
 
 def load_state(request_id: str) -> dict[str, Any] | None:
-    return cache.get(STATE_KEY.format(request_id))
+    state = cache.get(STATE_KEY.format(request_id))
+    if state is not None and state.get("state") == "running" and not _run_alive(request_id):
+        # Read again now the lock is seen free: a run records its end before letting go of it.
+        state = cache.get(STATE_KEY.format(request_id))
+        if state is not None and state.get("state") == "running":
+            log.warning("ops refresh %s: its run ended without finishing; recorded as failed", request_id)
+            state = {**state, "state": "failed", "finishedAt": now_iso(), "error": DIED}
+            save_state(state)
+    return state
+
+
+def _run_alive(request_id: str) -> bool:
+    from django.db import DatabaseError
+
+    from catalog.services.run_lock import held
+
+    try:
+        return held(RUN_LOCK.format(request_id))
+    except DatabaseError:
+        return True  # cannot tell while the database is away: the state stays as recorded
 
 
 def run_refresh(request_id: str) -> None:
     """Run a queued refresh and record its state (a Celery worker or this process's thread): the
     named catalogs first, then the location subtrees when named (they walk the locations
     catalog's SITE rows, so after a locations refresh asked for in the same request)."""
-    from catalog.models import SUBTREES
-    from catalog.tasks import refresh_catalogs_task, refresh_location_subtrees_task
+    from django.db import DatabaseError
+
+    from catalog.services.run_lock import try_hold
 
     state = load_state(request_id)
     if state is None:
         log.warning("ops refresh %s: no state recorded (expired or another cache); not run", request_id)
         return
+    try:
+        lock = try_hold(RUN_LOCK.format(request_id), transient=True)
+    except DatabaseError as exc:
+        log.warning("ops refresh %s: the database is unavailable (%s); not run", request_id, type(exc).__name__)
+        save_state({**state, "state": "failed", "finishedAt": now_iso(), "error": type(exc).__name__})
+        return
+    if lock is None:
+        log.warning("ops refresh %s is already being run by another process; not run twice", request_id)
+        return
+    try:
+        _run(request_id, state)
+    finally:
+        lock.release()
+
+
+def _run(request_id: str, state: dict[str, Any]) -> None:
+    from catalog.models import SUBTREES
+    from catalog.tasks import refresh_catalogs_task, refresh_location_subtrees_task
+
     save_state({**state, "state": "running"})
     catalogs = [c for c in state["catalogs"] if c != SUBTREES]
     try:

@@ -23,6 +23,7 @@ from eco_core.errors import EcoError
 from eco_core.memo import memos
 from eco_core.wire import ToolInput
 from mcp_gateway.registry import ToolSpec
+from upstream.client import PathSegmentError, segment_message
 
 # The upstream's spelling → the tool fields that can mean the same thing, in order of preference;
 # a spelling applies to a tool only when the tool has one of these fields.
@@ -144,3 +145,19 @@ def _validated(spec: ToolSpec, text: str, names: Mapping[str, str]) -> ToolInput
     if keepable(args):
         _kept_inputs.put(key, args)
     return args
+
+
+def name_segment_field(spec: ToolSpec, args: ToolInput | None, exc: PathSegmentError) -> EcoError:
+    """The upstream client refused an identifier as a URL path segment ('..', '/'), naming the
+    upstream's parameter: the same invalid_argument, naming the tool's field that held the value
+    (else the field the upstream's spelling stands for in this tool)."""
+    field = None
+    if args is not None:
+        for name in type(args).model_fields:
+            value = getattr(args, name, None)
+            if value == exc.value or (isinstance(value, list) and exc.value in value):
+                field = name
+                break
+    if field is None:
+        field = accepted_names(spec).get(exc.parameter, exc.parameter)
+    return EcoError("invalid_argument", segment_message(field, exc.value), details={"field": field})

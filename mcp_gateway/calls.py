@@ -33,8 +33,9 @@ from eco_core.paging import cap_page_sizes
 from eco_core.wire import Envelope, is_returned_again
 from families.call import CallContext, InputNeeded
 from mcp_gateway import budget, splice
-from mcp_gateway.arguments import parse_arguments
+from mcp_gateway.arguments import name_segment_field, parse_arguments
 from mcp_gateway.registry import ToolSpec
+from upstream.client import PathSegmentError
 from upstream.context import Accounting, call_scope
 
 log = logging.getLogger("eco.gateway")
@@ -287,6 +288,7 @@ async def _execute(
 ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
     with call_scope(token=token, token_source=call.token_source, deadline_s=call.cfg.eco.call_deadline_s) as acct:
         call.accounting = acct
+        args = None
         try:
             if spec.stdio_only and call.transport == "http":
                 raise EcoError(
@@ -317,6 +319,8 @@ async def _execute(
             if not call.can_ask:
                 return error_result(ask.fallback, _meta(acct, extra_meta))
             return _input_required(ask, _meta(acct, extra_meta))
+        except PathSegmentError as exc:
+            return error_result(name_segment_field(spec, args, exc), _meta(acct, extra_meta))
         except EcoError as exc:
             return error_result(exc, _meta(acct, extra_meta))
         except DATABASE_DOWN as exc:

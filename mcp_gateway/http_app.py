@@ -28,7 +28,7 @@ from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import PROTOCOL_VERSION_META_KEY
-from mcp_types.jsonrpc import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -38,6 +38,7 @@ from mcp_gateway import health, ports, splice
 from mcp_gateway.origin import HostPolicy
 from mcp_gateway.registry import Registry
 from mcp_gateway.server import build_server
+from mcp_gateway.tokens import header_token_problem
 
 log = logging.getLogger("eco.gateway.http")
 # The SDK logs every stateless request's teardown at INFO ("Terminating session: None"): noise.
@@ -94,6 +95,7 @@ class EcoHttpApp:
             max_request_body_size=cfg.server.max_request_body_size,
         )
         self.prewarm_task: asyncio.Task[None] | None = None
+        self._token_header = cfg.server.request_token_header.lower().encode("latin-1")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -136,7 +138,8 @@ class EcoHttpApp:
         elif path == "/metrics":
             await self._metrics(scope, send_with_id)
         elif self.django_app is not None:
-            await self.django_app(scope, receive, send_with_id)
+            clock = _BodyDeadline(scope, receive, send_with_id, self.cfg.server.body_read_timeout_s)
+            await self.django_app(scope, clock.receive, clock.send)
         else:
             await _send_json(send_with_id, 404, {"error": "not found"})
 
@@ -173,6 +176,21 @@ class EcoHttpApp:
         headers = scope.get("headers", ())
         if any(v[:1] in _PADDING or v[-1:] in _PADDING for _, v in headers):
             scope = {**scope, "headers": [(k, v.strip(b" \t")) for k, v in headers]}
+        # The whole body first, within its deadline: the SDK would wait for a dribbled one without
+        # limit, and log a client that left half-way as a traceback.
+        read = await self._request_body(scope, receive, send)
+        if read is None:
+            return
+        receive = _replay(*read, receive)
+        problem = header_token_problem(self.cfg, dict(reversed(scope.get("headers") or ())).get(self._token_header))
+        if problem is not None:
+            # A token the upstream could never be sent: refused for the whole request, as the
+            # protocol's invalid params, before the SDK (and any upstream request) sees it.
+            parsed = _parse(read[0], self.cfg.server.max_request_body_size) if read[1] else None
+            error = {"code": INVALID_PARAMS, "message": problem,
+                     "data": {"code": "invalid_argument", "field": self.cfg.server.request_token_header}}
+            await _send_json(send, 400, {"jsonrpc": "2.0", "id": _request_id(parsed), "error": error})
+            return
         version = _header(scope, b"mcp-protocol-version")
         if version is not None and version not in KNOWN_PROTOCOL_VERSIONS:
             # The SDK checks the header only against a modern envelope (-32020 when they differ,
@@ -181,7 +199,7 @@ class EcoHttpApp:
             envelope_body = await self._unsupported_version(version, receive, send)
             if envelope_body is None:
                 return
-            receive = _replay(envelope_body, receive)
+            receive = _replay(envelope_body, True, receive)
         sse = not self.cfg.server.json_response and "text/event-stream" in (_header(scope, b"accept") or "")
         if version not in MODERN_PROTOCOL_VERSIONS:
             # The handshake era's transport runs the handler in a task of its own session: no
@@ -196,29 +214,45 @@ class EcoHttpApp:
             # mcp_gateway.splice does not know. (A caller that left before its reply is not this.)
             log.error("%d tool result(s) were not spliced into their reply", len(pending))
 
+    async def _request_body(self, scope: Scope, receive: Receive, send: Send) -> tuple[bytes, bool] | None:
+        """(body, whole) read within server.body_read_timeout_s; more than max_request_body_size is
+        left unfinished (whole False) for the SDK to refuse with 413. None: answered here (408),
+        or the client went away (one log line, nothing answered)."""
+        limit, timeout_s = self.cfg.server.max_request_body_size, self.cfg.server.body_read_timeout_s
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return b"", False  # the SDK answers 413 from the header alone
+        body = bytearray()
+        try:
+            async with asyncio.timeout(timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        log.info("%s %s: the client went away before its request body arrived (%d bytes read)",
+                                 scope.get("method"), scope.get("path", "")[:200], len(body))
+                        return None
+                    body.extend(message.get("body", b""))
+                    if not message.get("more_body", False):
+                        return bytes(body), True
+                    if len(body) > limit:
+                        return bytes(body), False
+        except TimeoutError:
+            await _body_late(scope, send, timeout_s, len(body))
+            return None
+
     async def _unsupported_version(self, version: str, receive: Receive, send: Send) -> bytes | None:
         """-32022 (HTTP 400) naming every version served, the request's id echoed when the body
         (read up to the request size limit) is a JSON-RPC request. A body with a modern envelope
         is returned instead, for the SDK to compare header and envelope."""
-        body, limit = bytearray(), self.cfg.server.max_request_body_size
-        while len(body) <= limit:
-            message = await receive()
-            if message["type"] != "http.request":
-                return None  # the client went away
-            body.extend(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        try:
-            parsed = json.loads(bytes(body)) if len(body) <= limit else None
-        except ValueError:
-            parsed = None
+        body = await _read_body(receive, self.cfg.server.max_request_body_size)
+        if body is None:
+            return None  # the client went away
+        parsed = _parse(body, self.cfg.server.max_request_body_size)
         params = parsed.get("params") if isinstance(parsed, dict) else None
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
             return bytes(body)
-        rid = parsed.get("id") if isinstance(parsed, dict) else None
-        if isinstance(rid, bool) or not isinstance(rid, (str, int)):
-            rid = None
+        rid = _request_id(parsed)
         error = {"code": UNSUPPORTED_PROTOCOL_VERSION, "message": f"Unsupported protocol version {version[:64]!r} "
                  "in the MCP-Protocol-Version header",
                  "data": {"supported": list(KNOWN_PROTOCOL_VERSIONS), "requested": version[:64]}}
@@ -257,19 +291,90 @@ class EcoHttpApp:
             log.exception("catalog prewarm failed")
 
 
-def _replay(body: bytes, then: Receive) -> Receive:
+async def _read_body(receive: Receive, limit: int) -> bytearray | None:
+    """The request body, read until it ends or passes `limit`; None when the client went away."""
+    body = bytearray()
+    while len(body) <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        body.extend(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return body
+
+
+def _parse(body: bytes | bytearray, limit: int) -> Any:
+    try:
+        return json.loads(bytes(body)) if len(body) <= limit else None
+    except ValueError:
+        return None
+
+
+def _request_id(parsed: Any) -> str | int | None:
+    """The JSON-RPC id of a parsed request body, when it has a valid one."""
+    rid = parsed.get("id") if isinstance(parsed, dict) else None
+    return None if isinstance(rid, bool) or not isinstance(rid, (str, int)) else rid
+
+
+def _replay(body: bytes, whole: bool, then: Receive) -> Receive:
     """A receive channel that gives the already read `body` again, then what the client sends
-    next (its disconnect: the body was read to the end)."""
+    next (the rest of the body when not `whole`, else its disconnect)."""
     sent = False
 
     async def receive() -> Message:
         nonlocal sent
         if not sent:
             sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
+            return {"type": "http.request", "body": body, "more_body": not whole}
         return await then()
 
     return receive
+
+
+async def _body_late(scope: Scope, send: Send, timeout_s: float, got: int) -> None:
+    log.info("%s %s: request body not complete within %g s (%d bytes read); 408, connection closed",
+             scope.get("method"), scope.get("path", "")[:200], timeout_s, got)
+    await _send_json(send, 408, {"error": f"request body not received within {timeout_s:g} s"},
+                     [(b"connection", b"close")])
+
+
+class _BodyDeadline:
+    """`receive` with the body's deadline for an app that reads the body itself (Django): past it
+    the client gets 408 (the connection closes) and the app sees the client gone, and whatever
+    the app sends after that is dropped. Once the body is whole, receive waits as long as the
+    app likes (a disconnect is what it is then waiting for)."""
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send, timeout_s: float) -> None:
+        self._scope, self._receive, self._send, self._timeout_s = scope, receive, send, timeout_s
+        self._deadline = asyncio.get_running_loop().time() + timeout_s
+        self._whole = self._answered = self._started = False
+        self._got = 0
+
+    async def receive(self) -> Message:
+        if self._answered:
+            return {"type": "http.disconnect"}
+        if self._whole:
+            return await self._receive()
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                message = await self._receive()
+        except TimeoutError:
+            if not self._started:
+                self._answered = True
+                await _body_late(self._scope, self._send, self._timeout_s, self._got)
+            return {"type": "http.disconnect"}
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self._whole = True
+        self._got += len(message.get("body", b""))
+        return message
+
+    async def send(self, message: Message) -> None:
+        if self._answered:
+            return
+        if message["type"] == "http.response.start":
+            self._started = True
+        await self._send(message)
 
 
 class _Reply:
@@ -333,11 +438,29 @@ def build_app(django_app: ASGIApp | None = None, cfg: EcoConfig | None = None, r
     return EcoHttpApp(django_app, cfg, registry)
 
 
+def route_uvicorn_logs() -> None:
+    """uvicorn's log lines (its access log included) through this service's handlers: stderr and
+    the redacting filter (settings.LOGGING), so a token in a request's path or query is masked.
+    The uvicorn command configures its own handlers (stdout, no filter) before it imports the app;
+    they are removed here and the lines left to propagate. An access log turned off
+    (--no-access-log: no handlers, not propagating) stays off."""
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi"):
+        logger = logging.getLogger(name)
+        if name == "uvicorn.access" and not logger.handlers and not logger.propagate:
+            continue
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+        logger.propagate = True
+
+
 def serve_http(cfg: EcoConfig) -> None:
     import uvicorn
     from django.core.asgi import get_asgi_application
 
+    from mcp_gateway.http_protocol import TimedHttpProtocol
+
     app = build_app(django_app=get_asgi_application(), cfg=cfg)
+    forwarded = os.environ.get("FORWARDED_ALLOW_IPS", "").strip()
     # The start-up line keeps the gateway's logger name, the same as stdio's.
     logging.getLogger("eco.gateway").info("eco-mcp %s serving MCP on http://%s:%s/mcp", __version__, cfg.server.bind_address, cfg.server.bind_port)
     uvicorn.run(
@@ -349,6 +472,11 @@ def serve_http(cfg: EcoConfig) -> None:
         # stderr through the redacting filter.
         log_config=None,
         lifespan="on",
-        proxy_headers=False,
+        # X-Forwarded-For/-Proto are believed only from the proxies FORWARDED_ALLOW_IPS names (the
+        # variable uvicorn's own command reads); unset or empty, from nobody.
+        proxy_headers=bool(forwarded),
+        forwarded_allow_ips=forwarded or None,
         server_header=False,
+        # Request headers within server.header_read_timeout_s (bodies: the app's own deadline).
+        http=TimedHttpProtocol,
     )

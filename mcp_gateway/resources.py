@@ -31,11 +31,12 @@ from rapidfuzz import process
 from catalog.access import catalog_index, catalog_read
 from catalog.index import CatalogIndex
 from catalog.models import LocationRow
+from catalog.outage import DATABASE_DOWN
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from families.call import CallContext
 from mcp_gateway import ports
-from mcp_gateway.calls import execute
+from mcp_gateway.calls import database_unavailable, execute
 from mcp_gateway.registry import Registry
 from upstream.context import call_scope
 
@@ -71,7 +72,10 @@ class ResourceSpec:
 
     async def fetch(self, scope: ReadScope) -> str:
         try:
-            return await self.read(scope)
+            try:
+                return await self.read(scope)
+            except DATABASE_DOWN as down:
+                raise await database_unavailable(down) from None
         except EcoError as exc:
             # A catalog that cannot be built is the server's trouble, not a bad URI.
             raise MCPError(code=INTERNAL_ERROR, message=exc.message,

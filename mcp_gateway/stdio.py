@@ -12,6 +12,7 @@ import gc
 import importlib.util
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,8 @@ AFTER_ANSWERS_S = 0.05
 # With no input at all this long after start, the set-up begins anyway: a client that connects and
 # waits finds the database ready.
 IDLE_BEFORE_SETUP_S = 1.0
+# How often a request tries the set-up again while the database is unreachable.
+RETRY_AFTER_OUTAGE_S = 1.0
 
 
 def _unreadable_line_error(exc: Exception) -> SessionMessage:
@@ -61,27 +64,55 @@ class _Setup:
     command started without them), the database's migrations, the resources module. Due when a
     request needs it, shortly after the answers asked so far are out, after IDLE_BEFORE_SETUP_S
     without input, or at the end of input: so the first answers (initialize, tools/list) do not
-    share the interpreter with it."""
+    share the interpreter with it.
+
+    A database that cannot be reached is an outage, not a failure: requests go on (what needs the
+    catalog answers catalog_unavailable, mcp_gateway.calls) and the set-up is tried again by a
+    request at most once every RETRY_AFTER_OUTAGE_S, so the server recovers without a restart."""
 
     def __init__(self, work: Callable[[], None]) -> None:
         self._work = work
         self.due = anyio.Event()
         self.done = anyio.Event()
         self.failure: str | None = None
+        self.outage = False
+        self._tried_at = 0.0
+        self._lock = anyio.Lock()
+
+    async def _attempt(self) -> None:
+        from catalog.outage import DATABASE_DOWN  # only django.db: safe before the apps load
+
+        self._tried_at = time.monotonic()
+        try:
+            await anyio.to_thread.run_sync(self._work)
+        except DATABASE_DOWN as exc:
+            if not self.outage:
+                log.warning("the database is unreachable (%s): calls that need the catalog answer "
+                            "catalog_unavailable until it is back", type(exc).__name__)
+            self.outage = True
+        except Exception as exc:
+            self.failure = scrub(f"{type(exc).__name__}: {exc}")
+            log.exception("the stdio server could not finish starting; calls will answer an error")
+        else:
+            if self.outage:
+                log.info("the database answers again; the stdio server finished starting")
+            self.outage = False
 
     async def run(self) -> None:
         await self.due.wait()
         try:
-            await anyio.to_thread.run_sync(self._work)
-        except Exception as exc:
-            self.failure = scrub(f"{type(exc).__name__}: {exc}")
-            log.exception("the stdio server could not finish starting; calls will answer an error")
+            async with self._lock:
+                await self._attempt()
         finally:
             self.done.set()
 
     async def ready(self) -> None:
         self.due.set()
         await self.done.wait()
+        if self.outage and time.monotonic() - self._tried_at >= RETRY_AFTER_OUTAGE_S:
+            async with self._lock:
+                if self.outage and time.monotonic() - self._tried_at >= RETRY_AFTER_OUTAGE_S:
+                    await self._attempt()
         if self.failure is not None:
             from mcp.shared.exceptions import MCPError
             from mcp_types import INTERNAL_ERROR

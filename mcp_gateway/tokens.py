@@ -33,6 +33,26 @@ def header_token_honoured(cfg: EcoConfig) -> bool:
     return bool(s.public_base_url and s.public_base_url.startswith("https://")) or s.allow_insecure_header_token
 
 
+def printable_ascii(value: str | bytes) -> bool:
+    """Letters, digits, punctuation and spaces only (0x20-0x7E): what an HTTP header can carry
+    to the upstream. Anything else is no real token, and httpx cannot send it."""
+    raw = value.encode("latin-1", "replace") if isinstance(value, str) else value
+    return all(0x20 <= b <= 0x7E for b in raw)
+
+
+def header_token_problem(cfg: EcoConfig, raw: bytes | None) -> str | None:
+    """Why the caller's token header (raw bytes as received) cannot be used, or None. Only a
+    header that would be honoured is judged: an ignored one is ignored whatever it holds. The
+    reason never quotes the value."""
+    if raw is None or not cfg.is_http or not header_token_honoured(cfg):
+        return None
+    value = raw.strip(b" \t")
+    if not value or printable_ascii(value):
+        return None
+    return (f"{cfg.server.request_token_header}: the header is not printable ASCII (a token is letters, digits and "
+            "punctuation); its value is not shown")
+
+
 def choose_token(cfg: EcoConfig, headers: Mapping[str, str] | None) -> TokenChoice:
     configured = cfg.eco.api_token.reveal() if cfg.eco.api_token else None
     # Keeps the operator's token fresh in the redaction registry's LRU while it is in use.

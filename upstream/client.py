@@ -54,8 +54,27 @@ PARSE_IN_THREAD_BYTES = 256 * 1024
 PARSE_THREADS = 2
 
 
-def _seg(value: str) -> str:
-    """One path segment: '/', '..' and '?' in user input cannot change the route."""
+class PathSegmentError(EcoError):
+    """An identifier that cannot be one path segment: invalid_argument naming the upstream's name
+    for it (`parameter`); the gateway names the tool's own field that held `value`."""
+
+    def __init__(self, parameter: str, value: str) -> None:
+        super().__init__("invalid_argument", segment_message(parameter, value), details={"field": parameter})
+        self.parameter, self.value = parameter, value
+
+
+def segment_message(field: str, value: str) -> str:
+    shown = repr(value[:60] + ("..." if len(value) > 60 else ""))
+    return (f"{field}: {shown} is not an identifier: it must not be empty, '.' or '..', or contain '/' or '\\'")
+
+
+def _seg(value: str, parameter: str) -> str:
+    """One path segment, or PathSegmentError before any request. Quoting keeps '?', '#' and '%'
+    in the segment, but '.' and '..' are dot segments whatever their quoting (the URL is
+    normalised on its way out, collapsing the route), and a quoted '/' or '\\' may be decoded
+    back into a separator by the server."""
+    if value in ("", ".", "..") or "/" in value or "\\" in value:
+        raise PathSegmentError(parameter, value)
     return quote(value, safe="")
 
 
@@ -172,8 +191,8 @@ class UpstreamClient:
         return env.data
 
     async def product(self, code: str, release: str | None = None) -> m.Product:
-        env = await self._get(f"/products/{_seg(code)}", "/products/{productCode}", m.DataEnvelope[m.Product],
-                              ttl="detail", params={"release": release})
+        env = await self._get(f"/products/{_seg(code, 'productCode')}", "/products/{productCode}",
+                              m.DataEnvelope[m.Product], ttl="detail", params={"release": release})
         return env.data
 
     async def sites(self, release: str | None = None, *, fresh: bool = False) -> list[m.Site]:
@@ -182,8 +201,8 @@ class UpstreamClient:
         return env.data
 
     async def site(self, code: str, release: str | None = None) -> m.Site:
-        env = await self._get(f"/sites/{_seg(code)}", "/sites/{siteCode}", m.DataEnvelope[m.Site], ttl="detail",
-                              params={"release": release})
+        env = await self._get(f"/sites/{_seg(code, 'siteCode')}", "/sites/{siteCode}", m.DataEnvelope[m.Site],
+                              ttl="detail", params={"release": release})
         return env.data
 
     # ------------------------------------------------------------------ releases
@@ -193,21 +212,21 @@ class UpstreamClient:
         return env.data
 
     async def release(self, tag_or_uuid: str) -> m.Release:
-        env = await self._get(f"/releases/{_seg(tag_or_uuid)}", "/releases/{releaseIdentifier}",
+        env = await self._get(f"/releases/{_seg(tag_or_uuid, 'releaseIdentifier')}", "/releases/{releaseIdentifier}",
                               m.DataEnvelope[m.Release], ttl="releases")
         return env.data
 
     async def release_product(self, tag: str, code: str) -> m.Product:
         """The product as published in release `tag` (same shape as /products/{code})."""
-        env = await self._get(f"/releases/{_seg(tag)}/products/{_seg(code)}",
+        env = await self._get(f"/releases/{_seg(tag, 'releaseTag')}/products/{_seg(code, 'productCode')}",
                               "/releases/{releaseTag}/products/{productCode}", m.DataEnvelope[m.Product],
                               ttl="releases")
         return env.data
 
     async def release_site(self, tag: str, code: str) -> m.Site:
         """The site as published in release `tag` (same shape as /sites/{code})."""
-        env = await self._get(f"/releases/{_seg(tag)}/sites/{_seg(code)}", "/releases/{releaseTag}/sites/{siteCode}",
-                              m.DataEnvelope[m.Site], ttl="releases")
+        env = await self._get(f"/releases/{_seg(tag, 'releaseTag')}/sites/{_seg(code, 'siteCode')}",
+                              "/releases/{releaseTag}/sites/{siteCode}", m.DataEnvelope[m.Site], ttl="releases")
         return env.data
 
     # ------------------------------------------------------------------ locations
@@ -216,8 +235,8 @@ class UpstreamClient:
         params = {"hierarchy": True if hierarchy else None, "locationType": location_type,
                   "history": True if history else None}
         kind: Kind = "catalog" if hierarchy else "detail"  # a whole site's tree can be megabytes
-        env = await self._get(f"/locations/{_seg(name)}", "/locations/{locationName}", m.DataEnvelope[m.Location],
-                              ttl="locations", kind=kind, params=params, fresh=fresh)
+        env = await self._get(f"/locations/{_seg(name, 'locationName')}", "/locations/{locationName}",
+                              m.DataEnvelope[m.Location], ttl="locations", kind=kind, params=params, fresh=fresh)
         return env.data
 
     async def location_sites(self, *, fresh: bool = False) -> list[m.Location]:
@@ -284,19 +303,19 @@ class UpstreamClient:
         return env.data
 
     async def prototype_dataset(self, uuid: str) -> m.PrototypeDataset:
-        env = await self._get(f"/prototype/datasets/{_seg(uuid)}", "/prototype/datasets/{uuid}",
+        env = await self._get(f"/prototype/datasets/{_seg(uuid, 'uuid')}", "/prototype/datasets/{uuid}",
                               m.DataEnvelope[m.PrototypeDataset], ttl="prototype")
         return env.data
 
     async def prototype_data(self, uuid: str) -> m.PrototypeData:
-        env = await self._get(f"/prototype/data/{_seg(uuid)}", "/prototype/data/{uuid}",
+        env = await self._get(f"/prototype/data/{_seg(uuid, 'uuid')}", "/prototype/data/{uuid}",
                               m.DataEnvelope[m.PrototypeData], ttl="prototype")
         return env.data
 
     # ------------------------------------------------------------------ data files (token-only)
     async def data_listing(self, product: str, site: str, month: str, *, package: str | None = None,
                            release: str | None = None) -> m.DataListing:
-        path = f"/data/{_seg(product)}/{_seg(site)}/{_seg(month)}"
+        path = f"/data/{_seg(product, 'productCode')}/{_seg(site, 'siteCode')}/{_seg(month, 'yearMonth')}"
         env = await self._get(path, "/data/{productCode}/{siteCode}/{yearMonth}", m.DataEnvelope[m.DataListing],
                               ttl="data", params={"package": package, "release": release}, token_only=True)
         return env.data
@@ -310,8 +329,10 @@ class UpstreamClient:
                             release: str | None = None) -> str:
         """Token-only: the signed URL of one data file (NEON answers with a redirect to it).
         The redirect is not followed, so the token never leaves the upstream host."""
-        prefix = f"/releases/{_seg(release)}" if release else ""
-        call = Call("GET", self._url(f"{prefix}/data/{_seg(product)}/{_seg(site)}/{_seg(month)}/{_seg(filename)}"),
+        prefix = f"/releases/{_seg(release, 'releaseTag')}" if release else ""
+        path = (f"{prefix}/data/{_seg(product, 'productCode')}/{_seg(site, 'siteCode')}/{_seg(month, 'yearMonth')}"
+                f"/{_seg(filename, 'filename')}")
+        call = Call("GET", self._url(path),
                     "/data/{productCode}/{siteCode}/{yearMonth}/{filename}", token_only=True, follow_redirects=False)
         resp = await self.http.request(call, token=self.http.token_for(call))
         location = resp.headers.get("location")
@@ -336,7 +357,7 @@ class UpstreamClient:
 
     # ------------------------------------------------------------------ documents
     async def document_head(self, spec_number: str) -> m.DocumentHead:
-        call = Call("HEAD", self._url(f"/documents/{_seg(spec_number)}"), "/documents/{specNumber}")
+        call = Call("HEAD", self._url(f"/documents/{_seg(spec_number, 'specNumber')}"), "/documents/{specNumber}")
         token = self.http.token_for(call)
 
         async def fetch() -> dict[str, Any]:
@@ -351,8 +372,8 @@ class UpstreamClient:
     async def document(self, spec_number: str, *, max_bytes: int | None = None) -> m.Document:
         """The document's bytes (not cached: up to 25 MiB). Larger than `max_bytes`:
         result_too_large, decided from content-length or while streaming."""
-        call = Call("GET", self._url(f"/documents/{_seg(spec_number)}"), "/documents/{specNumber}", kind="download",
-                    headers={"Accept": "*/*"}, host_allowed=self._upstream_host_only)
+        call = Call("GET", self._url(f"/documents/{_seg(spec_number, 'specNumber')}"), "/documents/{specNumber}",
+                    kind="download", headers={"Accept": "*/*"}, host_allowed=self._upstream_host_only)
         token = self.http.token_for(call)
         resp = await self.http.request(call, token=token, stream=True)
         try:

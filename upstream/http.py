@@ -7,9 +7,11 @@ retries, redirects, error mapping and per-call accounting.
                    ├─ wait for one of eco.max_concurrency slots, at most connect_timeout_s:
                    │   else upstream_unavailable (hung requests must not queue everyone else)
                    ├─ send, counting every attempt in the call's accounting; follow redirects by
-                   │   hand: API calls only to the upstream's own host (elsewhere:
-                   │   upstream_error), downloads through their allow-list; the token header
-                   │   goes only to the upstream host, never to storage hosts; a streamed
+                   │   hand, each hop vetted by origin (scheme, host and port): API calls only
+                   │   to the upstream's own origin (elsewhere: upstream_error); downloads also
+                   │   to an allowed download host over https or to a configured storage
+                   │   origin (elsewhere: download_denied), every hop through their allow-list
+                   │   too; the token header goes only to the upstream origin; a streamed
                    │   download goes over file_transport.FileWire (aiohttp), anything else over
                    │   httpx's pool, with every step here the same for both
                    ├─ fold x-ratelimit-* into the bucket and into the call's accounting
@@ -104,9 +106,14 @@ class UpstreamHttp:
         self._sleep = sleep
         self._clock = clock
         self._sem = asyncio.Semaphore(cfg.eco.max_concurrency)
-        # (scheme, host:port) pairs: a redirect to http:// on the same host must not get the token.
+        # (scheme, host:port) pairs of the API: requests to them spend its rate budget.
         self._upstream_origins = {(u.scheme, u.netloc.lower()) for u in map(urlsplit, (cfg.eco.base_url, cfg.eco.graphql_url))}
         self._upstream_hosts = {(u.hostname or "").lower() for u in map(urlsplit, (cfg.eco.base_url, cfg.eco.graphql_url))}
+        # Where a redirect may lead, by origin: another port of an allowed host is another service
+        # (an admin page, /metrics, Redis), whose answer must never pass for the upstream's.
+        self._api_origins = {_split_origin(u) for u in (cfg.eco.base_url, cfg.eco.graphql_url)}
+        self._storage_origins = {_split_origin(u) for u in cfg.downloads.storage_origins}
+        self._download_host = _host_matcher(cfg.downloads.allowed_hosts)
         self.headroom: dict[str, Headroom] = {}
         self.requests_sent = 0
         limits = httpx.Limits(max_connections=cfg.eco.max_concurrency + 2,
@@ -170,8 +177,31 @@ class UpstreamHttp:
         return token if self.cfg.token_for_public_endpoints else None
 
     def _is_upstream(self, url: httpx.URL | FileURL) -> bool:
-        netloc = url.netloc.decode() if isinstance(url, httpx.URL) else url.raw_authority
-        return (url.scheme, netloc.lower()) in self._upstream_origins
+        return _origin(url) in self._api_origins
+
+    def _redirect_refused(self, call: Call, url: httpx.URL | FileURL, status: int) -> EcoError | None:
+        """Why the redirect hop to `url` is not followed, or None. An API answer comes only from
+        the API's own origin: a hop elsewhere could serve anything as NEON's reply, and it would be
+        cached. A download may also go to an allowed download host over https on its default port,
+        or to an origin the operator named exactly (downloads.storage_origins)."""
+        origin = _origin(url)
+        if origin in self._api_origins:
+            return None
+        shown = _show_origin(origin)
+        details = {"endpoint": call.endpoint, "upstreamStatus": status, "redirectHost": url.host,
+                   "redirectOrigin": shown}
+        if call.kind != "download":
+            where = ("another host" if origin[1] not in self._upstream_hosts else "another origin")
+            return EcoError("upstream_error", f"{call.endpoint}: upstream redirected to {where} ({shown}); not followed",
+                            details=details)
+        if origin in self._storage_origins or (origin[0] == "https" and origin[2] == 443
+                                               and self._download_host(origin[1])):
+            return None
+        return EcoError("download_denied",
+                        f"{call.endpoint}: a redirect to {shown} is not followed: downloads are redirected only to "
+                        "the upstream's own origin, to a host on downloads.allowed_hosts over https, or to an "
+                        "origin on downloads.storage_origins",
+                        details={**details, "host": url.host})
 
     # ------------------------------------------------------------------ request
     async def request(self, call: Call, *, token: str | None = None, stream: bool = False) -> httpx.Response:
@@ -266,11 +296,16 @@ class UpstreamHttp:
         parse: Callable[[str], httpx.URL | FileURL] = httpx.URL if files is None else files.url
         url = parse(call.url)
         method, params, body = call.method, _params(call.params), call.json
+        redirected: int | None = None  # the status of the redirect that led here
         for _ in range(MAX_REDIRECTS + 1):
             host = url.host or ""
             if call.host_allowed is not None and not call.host_allowed(host):
                 raise EcoError("download_denied", f"{call.endpoint}: host {host} is not on the download allow-list",
                                details={"host": host, "endpoint": call.endpoint})
+            if redirected is not None:
+                refused = self._redirect_refused(call, url, redirected)
+                if refused is not None:
+                    raise refused
             headers = dict(call.headers)
             if token and self._is_upstream(url):
                 headers[TOKEN_HEADER] = token
@@ -299,13 +334,7 @@ class UpstreamHttp:
                 await resp.aclose()
             # The next hop carries its own query (if any); a 303 turns into a GET.
             url = parse(urljoin(str(resp.url) if isinstance(url, httpx.URL) else str(url), location))
-            if call.host_allowed is None and call.kind != "download" and (url.host or "").lower() not in self._upstream_hosts:
-                # An API answer comes from the API: a hop elsewhere could serve anything as NEON's
-                # reply. Downloads go to storage hosts, vetted by their allow-list above.
-                raise EcoError("upstream_error",
-                               f"{call.endpoint}: upstream redirected to another host ({url.host}); not followed",
-                               details={"endpoint": call.endpoint, "upstreamStatus": resp.status_code,
-                                        "redirectHost": url.host})
+            redirected = resp.status_code
             params = None
             if resp.status_code == 303 or (resp.status_code in (301, 302) and method == "POST"):
                 method, body = "GET", None
@@ -476,6 +505,36 @@ def _wide_read_transport(limits: httpx.Limits) -> httpx.AsyncBaseTransport | Non
     # An explicit transport turns off httpx's proxy variables (HTTPS_PROXY, NO_PROXY, ...): with
     # any of them set, httpx builds its transports itself.
     return None if urllib.request.getproxies() else _WideReadTransport(limits)
+
+
+Origin = tuple[str, str, int]
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: httpx.URL | FileURL) -> Origin:
+    """(scheme, host, port) with the scheme's default port filled in, from either wire's URL."""
+    scheme = url.scheme.lower()
+    return scheme, (url.host or "").lower().rstrip("."), url.port or _DEFAULT_PORTS.get(scheme, 0)
+
+
+def _split_origin(text: str) -> Origin:
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").rstrip("."), parts.port or _DEFAULT_PORTS.get(scheme, 0)
+
+
+def _show_origin(origin: Origin) -> str:
+    """The origin as a URL prefix (never a path or query: a signed URL's query is a credential)."""
+    scheme, host, port = origin
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}" if _DEFAULT_PORTS.get(scheme) == port else f"{scheme}://{host}:{port}"
+
+
+def _host_matcher(patterns: list[str]) -> Callable[[str], bool]:
+    """downloads.allowed_hosts as a predicate ('*.' is any subdomain), as the downloads package reads it."""
+    exact = {p.lower().rstrip(".") for p in patterns if not p.startswith("*.")}
+    suffixes = tuple(p[1:].lower().rstrip(".") for p in patterns if p.startswith("*."))
+    return lambda host: host in exact or (bool(suffixes) and host.endswith(suffixes))
 
 
 def _remaining() -> float | None:

@@ -28,8 +28,8 @@ One run at a time: a run holds the `subtrees` run lock (catalog.services.run_loc
 advisory lock on a session of its own, or a file lock beside SQLite) from its claim to its end;
 a run that finds it held is skipped and says how far the holder got. The lock dies with its
 process, so a run killed -9 (which leaves `progress_at` set: nothing could clear it) holds up
-nobody: the next run takes the free lock and overwrites that progress (catalog.status stops
-calling such a progress "refreshing" once it has not moved for a while).
+nobody: the next run takes the free lock and overwrites that progress (catalog.status
+marks such a progress failed once it finds the lock free).
 
 The shared rate budget: every request goes through the upstream client, so through the
 process-shared (Redis) bucket that interactive calls use too. On top of that the walk keeps out

@@ -4,6 +4,11 @@ holder.
     lock = try_hold("subtrees")   # None while a live run (this process or another) holds it
     ...
     lock.release()
+    held("subtrees")              # whether a live run holds it now, taking nothing
+
+`held` is how a record a run keeps ("running", a progress) is told from one a dead run left: a
+run takes its lock before it writes such a record and writes its final record before it lets go,
+so a record that says "running" while the lock is free was left by a run that died.
 
 Why not a timestamp in a row: a process killed -9 cannot clear it, so the next run had to wait
 until the timestamp looked old (catalog.services.location_subtrees waited up to 10 minutes). These
@@ -51,12 +56,17 @@ class _Session:
 
 
 class _File:
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: Any, path: Path | None = None) -> None:
         self._handle = handle
+        self._path = path  # removed on release: a lock named per run would leave a file per run
 
     def release(self) -> None:
         import fcntl
 
+        if self._path is not None:
+            # Removed while still held: whoever opens the name later finds no file, not a stale one.
+            with contextlib.suppress(OSError):
+                self._path.unlink()
         with contextlib.suppress(OSError):
             fcntl.flock(self._handle, fcntl.LOCK_UN)
         self._handle.close()
@@ -98,16 +108,25 @@ def lock_path(db_name: str, name: str) -> Path:
     return path.with_name(f"{path.name}.{name}-run-lock")
 
 
-def _sqlite(alias: str, name: str) -> RunLock | None:
+def _in_memory(alias: str) -> bool:
+    db_name = str(connections[alias].settings_dict["NAME"])
+    return db_name == ":memory:" or "mode=memory" in db_name
+
+
+def _local_lock(alias: str, name: str) -> threading.Lock:
+    with _local_guard:
+        return _local.setdefault(f"{alias}:{name}", threading.Lock())
+
+
+def _sqlite(alias: str, name: str, transient: bool) -> RunLock | None:
     import fcntl
 
-    db_name = str(connections[alias].settings_dict["NAME"])
-    if db_name == ":memory:" or "mode=memory" in db_name:
-        with _local_guard:
-            lock = _local.setdefault(f"{alias}:{name}", threading.Lock())
+    if _in_memory(alias):
+        lock = _local_lock(alias, name)
         return _Local(lock) if lock.acquire(blocking=False) else None
     # A file of its own: locking the database file would fight SQLite's own locks on it.
-    handle = lock_path(db_name, name).open("a+b")
+    path = lock_path(str(connections[alias].settings_dict["NAME"]), name)
+    handle = path.open("a+b")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -116,14 +135,48 @@ def _sqlite(alias: str, name: str) -> RunLock | None:
     except BaseException:
         handle.close()
         raise
-    return _File(handle)
+    return _File(handle, path if transient else None)
 
 
-def try_hold(name: str, alias: str = "default") -> RunLock | None:
-    """Hold the run lock `name` now, or None when a live holder has it (never waits)."""
+def try_hold(name: str, alias: str = "default", *, transient: bool = False) -> RunLock | None:
+    """Hold the run lock `name` now, or None when a live holder has it (never waits).
+    `transient`: a name used for one run only (its file beside SQLite goes on release)."""
     vendor = connections[alias].vendor
     if vendor == "postgresql":
         return _postgres(alias, name)
     if vendor == "sqlite":
-        return _sqlite(alias, name)
+        return _sqlite(alias, name, transient)
+    raise RuntimeError(f"no run lock for the {vendor} database backend")
+
+
+def held(name: str, alias: str = "default") -> bool:
+    """Whether a live holder (this process or another) has the run lock `name` now. PostgreSQL:
+    the server's lock table, read without taking anything. SQLite: a shared flock tried and let
+    go at once (a holder's exclusive one refuses it); no file means no holder."""
+    vendor = connections[alias].vendor
+    if vendor == "postgresql":
+        key = advisory_key(name)
+        with connections[alias].cursor() as cur:
+            # A bigint key is held as two 32-bit halves, high in classid, low in objid.
+            cur.execute("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+                        "AND classid::bigint = %s AND objid::bigint = %s AND objsubid = 1)",
+                        [(key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF])
+            return bool(cur.fetchone()[0])
+    if vendor == "sqlite":
+        if _in_memory(alias):
+            return _local_lock(alias, name).locked()
+        import fcntl
+
+        try:
+            handle = lock_path(str(connections[alias].settings_dict["NAME"]), name).open("rb")
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            handle.close()  # closing drops the shared lock, if it was taken
+        return False
     raise RuntimeError(f"no run lock for the {vendor} database backend")

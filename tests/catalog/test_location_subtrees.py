@@ -175,7 +175,6 @@ def test_a_moving_progress_left_by_a_dead_run_does_not_hold_the_next_one_back_an
     # A run that was killed a moment ago: its progress looks alive, but nobody holds the lock.
     CatalogState.objects.update_or_create(catalog=SUBTREES, defaults={
         "progress_done": 2, "progress_total": 4, "progress_at": datetime.now(UTC)})
-    assert catalog_status(eco_cfg)[SUBTREES]["refreshing"] is True
     caplog.set_level("INFO", logger="eco.catalog.subtrees")
     outcome = _refresh(mini_client)
     assert outcome.ok, outcome.error
@@ -186,14 +185,39 @@ def test_a_moving_progress_left_by_a_dead_run_does_not_hold_the_next_one_back_an
     assert (state.progress_done, state.progress_at) == (len(sites), None)
 
 
-def test_a_progress_that_stopped_moving_long_ago_is_not_reported_as_refreshing(db, eco_cfg):
-    from catalog.status import REFRESHING_STALL_S
+def test_a_progress_is_refreshing_while_its_lock_is_held_and_marked_failed_once_the_lock_is_seen_free(db, eco_cfg):
+    from catalog.status import INTERRUPTED
 
+    claimed = datetime.now(UTC)  # a progress that looks alive: it moved a moment ago
     CatalogState.objects.update_or_create(catalog=SUBTREES, defaults={
-        "progress_done": 5, "progress_total": 81,
-        "progress_at": datetime.now(UTC) - timedelta(seconds=REFRESHING_STALL_S + 5)})
-    entry = catalog_status(eco_cfg)[SUBTREES]
-    assert (entry["sitesDone"], entry["refreshing"]) == (5, False)
+        "progress_done": 5, "progress_total": 81, "progress_at": claimed})
+    live = run_lock.try_hold(SUBTREES)
+    assert live is not None
+    try:
+        entry = catalog_status(eco_cfg)[SUBTREES]
+        assert (entry["sitesDone"], entry["refreshing"], entry["lastError"]) == (5, True, None)
+        assert CatalogState.objects.get(catalog=SUBTREES).progress_at == claimed
+    finally:
+        live.release()  # what a kill -9 does to the walk's lock
+    status = catalog_status(eco_cfg)
+    entry = status[SUBTREES]
+    assert (entry["sitesDone"], entry["sitesTotal"], entry["refreshing"]) == (5, 81, False)
+    assert entry["lastError"] == INTERRUPTED and status["degraded"] is True
+    state = CatalogState.objects.get(catalog=SUBTREES)
+    assert (state.progress_at, state.last_error) == (None, INTERRUPTED)
+    assert catalog_status(eco_cfg)[SUBTREES]["lastError"] == INTERRUPTED  # said once, kept
+
+
+def test_a_dead_walks_progress_is_not_cleared_over_a_new_walks_claim(db, eco_cfg):
+    from catalog.status import _mark_interrupted
+
+    dead = datetime.now(UTC) - timedelta(minutes=1)
+    CatalogState.objects.update_or_create(catalog=SUBTREES, defaults={"progress_done": 5, "progress_at": dead})
+    read = CatalogState.objects.get(catalog=SUBTREES)
+    # A new walk took the free lock and claimed between the status's read and its update.
+    CatalogState.objects.filter(catalog=SUBTREES).update(progress_done=0, progress_at=datetime.now(UTC))
+    after = _mark_interrupted(read)
+    assert after.progress_at is not None and after.last_error == ""
 
 
 def test_without_the_locations_catalog_the_refresh_fails_and_says_why(db, mini_client, fresh_index):
@@ -249,9 +273,14 @@ def test_admin_refresh_now_walks_the_sites_and_the_freshness_pages_show_the_prog
     index = admin_client.get(reverse("admin:index")).content.decode()
     assert f"{sites}/{sites} sites" in index and "(refreshing)" not in index
     assert f"{sites}/{sites} sites" in admin_client.get(changelist).content.decode()
-    CatalogState.objects.filter(catalog=SUBTREES).update(progress_done=12, progress_at=datetime.now(UTC))
-    assert f"12/{sites} sites (refreshing)" in admin_client.get(changelist).content.decode()
-    assert f"12/{sites} sites (refreshing)" in admin_client.get(reverse("admin:index")).content.decode()
+    live = run_lock.try_hold(SUBTREES)  # a walk under way, in another process as far as the pages know
+    assert live is not None
+    try:
+        CatalogState.objects.filter(catalog=SUBTREES).update(progress_done=12, progress_at=datetime.now(UTC))
+        assert f"12/{sites} sites (refreshing)" in admin_client.get(changelist).content.decode()
+        assert f"12/{sites} sites (refreshing)" in admin_client.get(reverse("admin:index")).content.decode()
+    finally:
+        live.release()
     nodes = admin_client.get(reverse("admin:catalog_locationnoderow_changelist") + "?q=HARV&depth__exact=1")
     assert nodes.status_code == 200 and nodes.context["cl"].result_count == len(
         fresh_sim.state.locations.children(fresh_sim.state.locations.get("HARV")))

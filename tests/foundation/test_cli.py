@@ -94,3 +94,16 @@ def test_a_tools_list_over_its_byte_bound_stops_start_up_naming_the_setting():
     assert "limits.tools_list_max_bytes" in out.stderr and "over the bound of 1000" in out.stderr
     assert "Traceback" not in out.stderr
     assert out.stdout == ""
+
+
+def test_a_configured_token_that_is_not_printable_ascii_stops_start_up_with_check_e005_never_showing_it(tmp_path):
+    # No header could carry it: every request that sends it would fail (internal_error, before).
+    token = "tøken-from-a-pasted-document-7f3a"
+    for command in ("eco_mcp", "eco_mcp_stdio"):
+        out = _run(command, "--print-config", env={"ECO_TOKEN": token, "ECO_MCP_DATA_DIR": str(tmp_path)})
+        assert out.returncode == 2, out.stderr
+        assert "eco.E005" in out.stderr and "eco.api_token" in out.stderr and "ECO_TOKEN" in out.stderr
+        assert token not in out.stderr + out.stdout
+    printable = _run("eco_mcp_stdio", "--print-config",
+                     env={"ECO_TOKEN": "printable-token-7f3a", "ECO_MCP_DATA_DIR": str(tmp_path)})
+    assert printable.returncode == 0, printable.stderr

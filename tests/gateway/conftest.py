@@ -39,8 +39,9 @@ class RunningServer:
 
 
 @contextmanager
-def run_http(app: Any) -> Iterator[RunningServer]:
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning")
+def run_http(app: Any, **options: Any) -> Iterator[RunningServer]:
+    """`options`: more uvicorn.Config settings (e.g. `http=` a protocol class)."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning", **options)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -11,8 +11,8 @@ from typing import Any
 import jsonschema
 import pytest
 from django.db import InterfaceError, OperationalError, ProgrammingError
-from mcp_gateway.context import CallContext
 
+from families.call import CallContext
 from mcp_gateway import calls, health, ports
 from mcp_gateway.calls import execute
 from mcp_gateway.registry import default_registry

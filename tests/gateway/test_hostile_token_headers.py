@@ -95,6 +95,12 @@ async def test_hostile_token_headers_never_change_another_callers_answer(http_se
             before = {tool: _ok(await _call(http, srv.url, tool, args))
                       for tool, args in (("eco_get_product", PRODUCT_ARGS), ("eco_search_products", SEARCH_ARGS))}
             for value in HOSTILE:
+                if honoured and not value.isascii():
+                    # No token the upstream could be sent: the request is refused, naming the header.
+                    body, headers = modern_request("tools/call", {"name": "eco_ping", "arguments": {}})
+                    resp = await http.post(srv.url, json=body, headers={**headers, "X-API-Token": value.encode()})
+                    assert resp.status_code == 400 and resp.json()["error"]["data"]["field"] == "X-API-Token"
+                    continue
                 ping = _ok(await _call(http, srv.url, "eco_ping", {}, token=value))
                 assert not ping.get("isError")
                 assert ping["structuredContent"]["tokenSource"] == ("request" if honoured else "none")

@@ -256,3 +256,17 @@ async def test_resources_and_prompts_are_served_over_a_stdio_subprocess(stdio_en
         with pytest.raises(MCPError) as missing:
             await client.get_prompt("eco_plan_download", {"product": "DP1.00041.001", "sites": "HARV"})
         assert missing.value.error.code == -32602 and "start_month" in missing.value.error.message
+
+
+async def test_a_resource_whose_catalog_database_is_unreachable_is_catalog_unavailable_not_an_internal_error():
+    from django.db import OperationalError
+
+    async def unreachable(scope: Any) -> str:
+        raise OperationalError("connection to server at db.internal failed: password for eco-secret-user")
+
+    spec = resources.ResourceSpec(uri="eco://reference/test", name="t", description="t", read=unreachable)
+    with pytest.raises(MCPError) as caught:
+        await spec.fetch(None)  # type: ignore[arg-type]
+    data = caught.value.error.data
+    assert data["code"] == "catalog_unavailable" and "database" in data["hint"]
+    assert "eco-secret-user" not in json.dumps(data) + caught.value.error.message

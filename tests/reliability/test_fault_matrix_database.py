@@ -170,6 +170,30 @@ async def test_over_stdio_every_tool_answers_or_is_catalog_unavailable_while_the
     _no_internal_error(ServerLog(log))
 
 
+async def test_a_stdio_server_started_while_the_database_is_down_serves_and_recovers_without_restart(
+        deployment, proxy, tmp_path, tmp_path_factory):
+    sim = deployment.sim
+    # A data folder of its own: no schema record, so the set-up must reach the database to migrate.
+    env = {**deployment.env, **base_env(sim, tmp_path_factory.mktemp("dbdown-cold-start")),
+           "DATABASE_URL": deployment.env["DATABASE_URL"]}
+    log = tmp_path / "stdio.log"
+    proxy.stop()
+    with log.open("w") as errlog:
+        async with Client(stdio_client(stdio_params(env), errlog=errlog), mode="2026-07-28") as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            taxonomy = await client.call_tool("eco_search_taxonomy", _arguments("eco_search_taxonomy"))
+            assert_valid_tool_result(listed["eco_search_taxonomy"], taxonomy)  # needs no database
+            _database_down_error(await client.call_tool("eco_search_sites", {"query": "HARV"}), sim)
+            assert _ping_database(await client.call_tool("eco_ping", {})) == "down"
+            proxy.start()
+            await asyncio.sleep(SETTLE_S)
+            sites = await client.call_tool("eco_search_sites", {"query": "HARV"})  # the same process
+            assert_valid_tool_result(listed["eco_search_sites"], sites)
+            assert _ping_database(await client.call_tool("eco_ping", {})) == "up"
+    _no_internal_error(ServerLog(log))
+    assert log.read_text().count("the database is unreachable") == 1
+
+
 # ------------------------------------------------------------------------------ over HTTP
 
 @contextlib.asynccontextmanager

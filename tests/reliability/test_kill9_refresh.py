@@ -12,6 +12,7 @@ not committed; on SQLite it cannot commit while the test holds a read transactio
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -27,9 +28,11 @@ from tests.reliability.kill9_support import (
     query,
     refresh_json,
     run,
+    run_python,
     shared_pg,
     sim_env,
     spawn,
+    spawn_python,
     wait_until,
     warm_sqlite_copy,
 )
@@ -190,3 +193,88 @@ def test_on_embedded_sqlite_a_refresh_killed_in_its_fetch_or_its_swap_leaves_eve
     assert {c: s for c, s in after["states"].items() if c != "locations"} == {
         c: s for c, s in before["states"].items() if c != "locations"}
 
+
+
+# --- the ops API's refresh record (in Redis): a killed run does not read "running" for good --------
+
+# The ops API's queued state, then the run (what a Celery worker or the web process's thread does).
+OPS_RUN = ("import sys, django; django.setup(); from eco_service.tasks import now_iso, run_refresh, save_state; "
+           "rid = sys.argv[1]; save_state({'id': rid, 'state': 'queued', 'catalogs': ['releases'], 'source': None, "
+           "'runner': 'in_process', 'requestedAt': now_iso(), 'finishedAt': None, 'outcomes': [], 'error': None}); "
+           "run_refresh(rid)")
+# What GET /api/ops/refreshes/{id} answers (eco_service.ops_api reads it with load_state).
+OPS_READ = ("import json, sys, django; django.setup(); from eco_service.tasks import load_state; "
+            "print(json.dumps(load_state(sys.argv[1])))")
+
+
+def _raw_state(redis_url: str, prefix: str, rid: str) -> dict[str, Any] | None:
+    """The record as stored (Django's Redis cache: `<prefix>:1:<key>`, pickled), read without Django."""
+    import pickle
+
+    import redis
+
+    with closing(redis.Redis.from_url(redis_url)) as r:
+        raw = r.get(f"{prefix}:1:eco:ops:refresh:{rid}")
+    return None if raw is None else pickle.loads(raw)
+
+
+def _read_state(env: dict[str, str], rid: str, log: Path) -> dict[str, Any]:
+    assert run_python(["-c", OPS_READ, rid], env, log) == 0, log.read_text()
+    return json.loads(log.read_text().strip().splitlines()[-1])
+
+
+def _ops_run_killed_then_read(sim: Any, env: dict[str, str], redis_url: str, tmp_path: Path) -> None:
+    import uuid
+
+    prefix, rid = env["ECO_MCP_CACHE_PREFIX"], uuid.uuid4().hex
+    route = r"^/api/v0/releases"
+    sim.faults.add("latency", route=route, count=1, delay_s=60)
+    log = tmp_path / "ops-run.log"
+    proc = spawn_python(["-c", OPS_RUN, rid], env, log)
+    try:
+        wait_until(lambda: sim.requests.count(route) >= 1 and (_raw_state(redis_url, prefix, rid) or {}).get("state")
+                   == "running", "the ops refresh running, its request held", alive=proc, log=log)
+        # While its process lives, the record is read as it is: running.
+        assert _read_state(env, rid, tmp_path / "read-live.log")["state"] == "running"
+        kill9_and_reap(proc, log)
+    finally:
+        if proc.poll() is None:
+            kill9_and_reap(proc)
+        sim.faults.clear()
+    assert _raw_state(redis_url, prefix, rid)["state"] == "running"  # nothing could clear it
+
+    seen = _read_state(env, rid, tmp_path / "read-dead.log")
+    assert seen["state"] == "failed" and seen["finishedAt"]
+    assert "ended before it finished" in seen["error"]
+    stored = _raw_state(redis_url, prefix, rid)
+    assert stored is not None and stored["state"] == "failed"  # recorded, not only answered
+
+
+@pytest.fixture
+def ops_cache(redis_url: str) -> Iterator[str]:
+    """A cache key prefix of the test's own in the Redis the processes share; its keys go at the end."""
+    import uuid
+
+    import redis
+
+    prefix = f"kill9-ops-{uuid.uuid4().hex[:8]}"
+    yield prefix
+    with closing(redis.Redis.from_url(redis_url)) as r:
+        for key in r.scan_iter(f"{prefix}:*"):
+            r.delete(key)
+
+
+def test_on_embedded_sqlite_an_ops_refresh_killed_mid_run_is_read_as_failed_once_its_lock_is_free(
+        sim_data_dir: Any, fresh_sim: Any, tmp_path: Path, redis_url: str, ops_cache: str) -> None:
+    _, env = warm_sqlite_copy(sim_data_dir, tmp_path)
+    env = {**env, "DJANGO_SETTINGS_MODULE": "eco_service.settings", "REDIS_URL": redis_url,
+           "ECO_MCP_CACHE_PREFIX": ops_cache}
+    _ops_run_killed_then_read(fresh_sim, env, redis_url, tmp_path)
+
+
+@pytest.mark.postgres
+def test_on_postgres_an_ops_refresh_killed_mid_run_is_read_as_failed_once_its_lock_is_free(
+        pg_db: str, fresh_sim: Any, tmp_path: Path, redis_url: str, ops_cache: str) -> None:
+    env = sim_env(fresh_sim, DATABASE_URL=pg_db, ECO_MCP_DATA_DIR=str(tmp_path / "data"), REDIS_URL=redis_url,
+                  ECO_MCP_CACHE_PREFIX=ops_cache)
+    _ops_run_killed_then_read(fresh_sim, env, redis_url, tmp_path)

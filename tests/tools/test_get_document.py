@@ -164,3 +164,15 @@ async def test_bad_inputs_are_invalid_argument_naming_the_field(run_tool, args, 
 async def test_char_offset_past_the_end_is_invalid_argument(run_tool, doc):
     out = await run_tool(TOOL, {"spec_number": doc[1]["specNumber"], "extract_text": True, "char_offset": 10**7})
     error_of(out, "invalid_argument", "char_offset")
+
+
+@pytest.mark.parametrize("arguments", [{"spec_number": ".."}, {"spec_number": "."}, {"specNumber": "../products"},
+                                       {"spec_number": "NEON.DOC.1\\x"}])
+async def test_a_spec_number_that_is_not_one_path_segment_is_invalid_argument_before_any_request(
+        run_tool, sim, arguments):
+    # '..' went out as a dot segment: the request reached the collapsed route /api/v0.
+    sim.requests.clear()
+    out = await run_tool(TOOL, arguments)
+    err = error_of(out, "invalid_argument", "spec_number")
+    assert err["details"]["field"] == "spec_number"
+    assert out.requests == 0 and sim.requests.count("") == 0

@@ -132,6 +132,21 @@ async def test_bad_inputs_are_invalid_argument_naming_the_field(run_tool, argume
     error_of(out, "invalid_argument", field)
 
 
+@pytest.mark.parametrize(("tool", "arguments", "field"), [
+    ("eco_get_location", {"name": ".."}, "name"),
+    ("eco_get_location", {"name": "HARV/../REALM"}, "name"),
+    ("eco_get_location", {"name": "."}, "name"),
+    ("eco_find_locations", {"root": ".."}, "root"),
+])
+async def test_a_name_that_is_not_one_path_segment_is_invalid_argument_before_any_request(
+        run_tool, sim, tool, arguments, field):
+    # '..' went out as a dot segment: the request reached the collapsed route /api/v0.
+    sim.requests.clear()
+    out = await run_tool(tool, arguments)
+    assert error_of(out, "invalid_argument", field)["details"]["field"] == field
+    assert out.requests == 0 and sim.requests.count("") == 0
+
+
 async def test_names_are_case_sensitive_except_site_and_domain_codes(run_tool, sim):
     tower = f"TOWER{sim.state.locations.block('HARV')}"
     err = error_of(await run_tool("eco_get_location", {"name": tower.lower()}), "not_found", "name")

@@ -94,7 +94,10 @@ async def test_signed_file_url_is_returned_without_following_it_to_storage(sim_c
 
 async def test_storage_host_never_receives_the_token_even_through_a_redirect(sim_client, fresh_sim):
     token = fresh_sim.issue_token()
-    client = sim_client(ECO_MCP_ECO__API_TOKEN=token)
+    # The simulator's storage is plain http on a port of its own: a redirect reaches it only as
+    # an origin the operator named.
+    storage_origin = fresh_sim.storage_base.split("/storage/")[0]
+    client = sim_client(ECO_MCP_ECO__API_TOKEN=token, ECO_MCP_DOWNLOADS__STORAGE_ORIGINS=storage_origin)
     listing_site = (await client.product(PRODUCT)).site_codes[0]
     listing = await client.data_listing(PRODUCT, listing_site.site_code, listing_site.available_months[-1])
     # Streaming a signed URL, and an upstream redirect that points at storage.
@@ -154,7 +157,8 @@ async def test_token_is_absent_from_logs_errors_and_cache_keys(sim_client, fresh
         assert secret not in str(client.rate_limit_info()) and secret not in str(client.cache_info())
 
 
-async def test_redirect_to_plain_http_on_the_upstream_host_does_not_get_the_token(client_factory):
+async def test_a_redirect_to_plain_http_on_the_upstream_host_is_refused_and_the_token_never_goes_over_it(
+        client_factory):
     import httpx
 
     from .conftest import make_cfg, reply, sample
@@ -168,9 +172,12 @@ async def test_redirect_to_plain_http_on_the_upstream_host_does_not_get_the_toke
         return reply(200, sample("sites_ABBY.json"))
 
     client = client_factory(handle, cfg=make_cfg({"ECO_MCP_ECO__API_TOKEN": CANARY}))
-    await client.site("ABBY")
-    assert [r.url.scheme for r in seen] == ["https", "http"]
-    assert seen[0].headers.get("x-api-token") == CANARY and "x-api-token" not in seen[1].headers
+    with pytest.raises(EcoError) as caught:
+        await client.site("ABBY")
+    assert caught.value.code == "upstream_error"
+    assert caught.value.details["redirectOrigin"] == "http://data.neonscience.org"
+    assert [r.url.scheme for r in seen] == ["https"]
+    assert seen[0].headers.get("x-api-token") == CANARY
 
 
 async def test_storage_downloads_do_not_spend_the_upstream_rate_budget(client_factory, clock):
