@@ -11,9 +11,11 @@ from typing import Any
 import jsonschema
 import pytest
 from django.db import InterfaceError, OperationalError, ProgrammingError
-from mcp_gateway.context import CallContext
 
-from mcp_gateway import calls, health, ports
+from catalog import status as catalog_status_mod
+from eco_core.memo import memos
+from families.call import CallContext
+from mcp_gateway import calls
 from mcp_gateway.calls import execute
 from mcp_gateway.registry import default_registry
 from tests.gateway.checks import assert_error
@@ -75,10 +77,10 @@ async def test_an_outage_is_logged_once_not_once_a_call(caplog):
 @pytest.fixture
 def status_of(monkeypatch):
     """`status_of(fn)`: eco_ping's catalog status comes from `fn` (fresh: no status kept)."""
-    monkeypatch.setattr(health, "_status_cache", ())
 
     def use(fn: Any) -> None:
-        monkeypatch.setattr(ports, "catalog_status", fn)
+        monkeypatch.setattr(catalog_status_mod, "catalog_status", fn)
+        memos.drop_all()
 
     return use
 
@@ -114,8 +116,8 @@ async def test_eco_ping_reports_the_database_down_and_up_again_instead_of_failin
 @pytest.mark.django_db
 async def test_catalog_tools_are_answered_from_the_held_index_while_the_database_is_unreachable(monkeypatch):
     import catalog.services
-    from catalog import index
     from catalog import access as catalog_access
+    from catalog import index
 
     def refused(*args: Any, **kwargs: Any) -> Any:
         raise OperationalError(DRIVER_MESSAGE)
