@@ -1,5 +1,5 @@
 """eco_ping reports downloads as enabled only when eco_download_files is listed on the call's
-transport (issue 20, item 6): over HTTP the tool is neither listed nor run, so `true` would send
+transport: over HTTP the tool is neither listed nor run, so `true` would send
 an agent to a tool it cannot call."""
 
 from __future__ import annotations
