@@ -2,7 +2,7 @@
 
     await download(idx=, client=, cfg=, req=) -> DownloadRecord
 
-Each file streams to `<name>.part` beside its final name, is checked (MD5 for data and
+Each file streams through the upstream client (`UpstreamClient.stream`) to `<name>.part` beside its final name, is checked (MD5 for data and
 prototype files; ZIP integrity for package ZIPs; the announced length for documents) and only
 then renamed. A mismatch deletes the partial file (`checksum_mismatch`). A `.part` left by an
 interrupted call is continued with a Range request (the MD5 still covers the whole file) when it
@@ -31,9 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
-from urllib.parse import urlsplit
 
-import httpx
 from pydantic import Field
 
 from catalog.index import CatalogIndex
@@ -42,9 +40,8 @@ from downloads.plan import Item, Plan, Request, Source, make_plan
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from eco_core.wire import WireModel
-from upstream import context, mapping
+from upstream import context
 from upstream.bodies import body_chunks
-from upstream.http import Call
 
 if TYPE_CHECKING:
     from upstream.client import UpstreamClient
@@ -121,15 +118,6 @@ class Progress:
             rate = self.bytes / max(now - self.started, 1e-6) / 1e6
             log.info("download progress: %d/%d files, %d/%d bytes, %.1f MB/s", self.files_done, self.total_files,
                      self.bytes, self.total_bytes, rate)
-
-
-def _endpoint(url: str, cfg: EcoConfig) -> str:
-    """For messages and accounting: upstream paths without their query, other hosts by name only
-    (signed URLs carry credentials in their query)."""
-    parsed, base = urlsplit(url), urlsplit(cfg.eco.base_url)
-    if parsed.netloc == base.netloc and parsed.path.startswith(base.path):
-        return parsed.path[len(base.path):] or "/"
-    return f"storage:{parsed.hostname}"
 
 
 def md5_of(path: Path) -> str:
@@ -533,16 +521,10 @@ class Transfer:
 
     async def _stream(self, item: Item, url: str, target: Path, part: Path, offset: int,
                       slot: _Slot) -> tuple[int, str, bool]:
-        headers = {"Accept": "*/*"}
-        if offset:
-            headers["Range"] = f"bytes={offset}-"
-        call = Call("GET", url, _endpoint(url, self.cfg), kind="download", token_only=item.token_only,
-                    headers=headers, host_allowed=self.allowed)
-        http = self.client.http
-        # The token is for NEON's data endpoints only; signed storage URLs never need it.
-        token = http.token_for(call) if item.token_only or item.source == "document" else None
-        resp = await http.request(call, token=token, stream=True)
-        try:
+        headers = {"Range": f"bytes={offset}-"} if offset else None
+        # The token goes with ZIPs and documents (NEON's own routes); signed storage URLs get none.
+        async with self.client.stream(url, token_only=item.token_only, headers=headers,
+                                      host_allowed=self.allowed) as resp:
             h = hashlib.md5()
             resumed = bool(offset) and resp.status_code == 206
             limit = self.cfg.downloads.max_file_bytes
@@ -552,6 +534,7 @@ class Transfer:
             sink = _Sink(part, h, self.lane, fd, str(item.rel))
             progress = self.progress
             try:
+                # A body that breaks off leaves its .part: the next call continues it with a Range.
                 async for chunk in body_chunks(resp):
                     size += len(chunk)
                     if size > limit:
@@ -570,11 +553,6 @@ class Transfer:
             finally:
                 await sink.close()
             return size, digest, resumed
-        except httpx.HTTPError as exc:
-            # The .part file stays: the next call continues it with a Range request.
-            raise mapping.from_transport(exc, endpoint=call.endpoint) from None
-        finally:
-            await resp.aclose()
 
     def _finish(self, item: Item, part: Path, target: Path, size: int, digest: str) -> None:
         """On a worker thread, after the .part file is closed."""
