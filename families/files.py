@@ -83,7 +83,8 @@ class DataSelection(Protocol):
 def select(idx: CatalogIndex, cfg: EcoConfig, args: DataSelection) -> tuple[ListingQuery, dict[str, Any]]:
     """The listing query of a data selection, names resolved and the site-months cap checked;
     nothing is sent. Returns the query and `resolved`."""
-    assert args.product and args.site_codes and args.start_month  # required by the inputs
+    # Required by eco_list_files' schema, and by DownloadInput.selection() with a product.
+    assert args.product is not None and args.site_codes and args.start_month is not None
     start = args.start_month
     end = args.end_month or start
     if months.month_index(end) < months.month_index(start):

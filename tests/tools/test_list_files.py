@@ -85,6 +85,7 @@ async def test_more_sites_than_the_configured_cap_is_an_invalid_site_codes_befor
     ({"start_month": MONTH, "kind": "pictures"}, "kind"),
     ({"start_month": MONTH, "limit": 201}, "limit"),
     ({"start_month": MONTH, "release": "PROVISIONAL"}, "release"),
+    ({"start_month": MONTH, "product": ""}, "product"),
 ])
 async def test_bad_inputs_name_their_field(call_tool, args, field):
     out = await call_tool("eco_list_files", {"product": SOIL, "site_codes": ["HARV"], **args})
