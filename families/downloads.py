@@ -21,13 +21,13 @@ from catalog.resolve import PROVISIONAL
 from downloads import paths
 from downloads.files import FileRecord, ListingQuery, Package, list_site_months, package_url
 from downloads.plan import IfExists, Item, Selection, check, start
+from downloads.selection import FileSelectors, select
 from downloads.transfer import DownloadedFileOut, DownloadTotals, download
 from eco_core.bounds import Configured
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from eco_core.wire import Envelope, NextStep, Source
 from families.call import CallContext
-from families.files import FileSelectors, select
 from upstream import models as um
 
 

@@ -1,34 +1,30 @@
 """The files family: eco_list_files. Which data files a product has for some sites and months,
 with their kinds, sizes, MD5s and signed URLs (token required).
 
-The download family selects data files the same way: `FileSelectors` (the filters on the parsed
-names) and `select` (names resolved, the site-months cap checked before any request). The
-listing itself is downloads/files.py, which both families read.
+The download family selects data files the same way (downloads/selection.py); the listing itself
+is downloads/files.py, which both families read.
 """
 
 from __future__ import annotations
 
 import calendar
 import time
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Literal
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import Field
 
-from catalog import months
 from catalog.access import catalog_index
 from catalog.availability import Window
 from catalog.checks import bad
-from catalog.index import CatalogIndex
 from catalog.months import MONTH_PATTERN
-from catalog.resolve import PROVISIONAL, resolve_product, resolve_release, resolve_site
-from downloads.files import ExternalData, FileRecord, Listing, ListingQuery, Package, PackageLink, list_site_months
-from downloads.kinds import FileKind
+from catalog.resolve import PROVISIONAL
+from downloads.files import ExternalData, FileRecord, Listing, Package, PackageLink, list_site_months
+from downloads.selection import FileSelectors, select
 from eco_core.bounds import Configured
-from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from eco_core.paging import DefaultLimit
-from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page
+from eco_core.wire import Envelope, NextStep, Page, Source, WireModel, page
 from families.call import CallContext
 
 Detail = Literal["files", "site_months", "summary"]
@@ -37,77 +33,6 @@ Detail = Literal["files", "site_months", "summary"]
 # dropped until the files fit the result budget minus this, before the gateway's generic
 # trimming would start dropping whole files.
 ENVELOPE_ROOM = 6000
-
-
-class FileSelectors(ToolInput):
-    """The selectors eco_list_files and eco_download_files share, applied to the parsed names."""
-
-    kind: FileKind | None = None
-    table: str | None = Field(None, max_length=200)
-    hor: str | None = Field(None, max_length=3)
-    ver: str | None = Field(None, max_length=3)
-    tmi: str | None = Field(None, max_length=3)
-    name_contains: str | None = Field(None, max_length=200)
-
-    def keep(self, f: FileRecord) -> bool:
-        if self.kind is not None and f.kind != self.kind:
-            return False
-        if self.table is not None and (f.table or "").lower() != self.table.lower():
-            return False
-        for want, got in ((self.hor, f.hor), (self.ver, f.ver), (self.tmi, f.tmi)):
-            if want is not None and (got is None or got.lstrip("0") != want.lstrip("0")):
-                return False
-        return self.name_contains is None or self.name_contains.lower() in f.name.lower()
-
-
-class DataSelection(Protocol):
-    """What `select` reads of an input: eco_list_files' and eco_download_files' data selection
-    (the download's are optional there: its input requires them with a product)."""
-
-    @property
-    def product(self) -> str | None: ...
-    @property
-    def site_codes(self) -> list[str] | None: ...
-    @property
-    def start_month(self) -> str | None: ...
-    @property
-    def end_month(self) -> str | None: ...
-    @property
-    def package(self) -> Package: ...
-    @property
-    def release(self) -> str | None: ...
-    @property
-    def include_provisional(self) -> bool: ...
-
-
-def select(idx: CatalogIndex, cfg: EcoConfig, args: DataSelection) -> tuple[ListingQuery, dict[str, Any]]:
-    """The listing query of a data selection, names resolved and the site-months cap checked;
-    nothing is sent. Returns the query and `resolved`."""
-    # Required by eco_list_files' schema, and by DownloadInput.selection() with a product.
-    assert args.product is not None and args.site_codes and args.start_month is not None
-    start = args.start_month
-    end = args.end_month or start
-    if months.month_index(end) < months.month_index(start):
-        raise bad("end_month", f"{end} is before start_month {start}")
-    prod = resolve_product(args.product, index=idx)
-    sites = [resolve_site(s, index=idx, field="site_codes") for s in args.site_codes]
-    codes = tuple(dict.fromkeys(s.code for s in sites))
-    span = months.month_index(end) - months.month_index(start) + 1
-    cap = cfg.limits.max_site_months_per_query
-    if span * len(codes) > cap:
-        raise EcoError("query_too_large",
-                       f"site_codes x months: {len(codes)} sites x {span} months = {span * len(codes)} site-months, "
-                       f"at most {cap}; narrow the sites or the months",
-                       details={"siteMonths": span * len(codes), "maxSiteMonths": cap})
-    resolved: dict[str, Any] = {"product": prod.echo()}
-    if any(s.matched_by != "code" for s in sites):
-        resolved["siteCodes"] = [s.echo() for s in sites]
-    tag = None
-    if args.release is not None:
-        tag = resolve_release(args.release, index=idx).tag
-        resolved["release"] = {"input": args.release, "release": tag}
-    query = ListingQuery(prod.code, codes, start, end, args.package, tag, args.include_provisional)
-    return query, resolved
 
 
 # -- eco_list_files ----------------------------------------------------------------------------
