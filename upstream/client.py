@@ -46,8 +46,8 @@ M = TypeVar("M", bound=BaseModel)
 BREAKER_CODES = {"upstream_error", "upstream_unavailable", "graphql_error"}
 
 # Replies at least this large are decoded and validated on a worker thread, at most
-# PARSE_THREADS at a time: the largest product record (~840 KB) takes 2-3 ms of strict parsing
-# and a GraphQL catalog several times that, which on the event loop would stall every other
+# PARSE_THREADS at a time: strict parsing of the largest product record, and more so of a GraphQL
+# catalog, takes long enough that on the event loop it would stall every other
 # call of the process (catalog-served ones included). Smaller replies parse faster than a
 # thread hand-off costs. See bench/bench_mixed_load.py for what this does and does not buy.
 PARSE_IN_THREAD_BYTES = 256 * 1024

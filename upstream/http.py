@@ -210,8 +210,8 @@ class UpstreamHttp:
         identity = token_hash(token)
         retries = self.cfg.eco.retries
         # Signed storage URLs are not NEON's API: they do not spend its rate budget.
-        # urlsplit, not httpx.URL: a signed URL is ~600 characters that httpx validates one by one
-        # (about 0.6 ms each), which a 100-file download would pay again for every file.
+        # urlsplit, not httpx.URL: httpx validates a long signed URL one character at a time,
+        # which a 100-file download would pay again for every file.
         target = urlsplit(call.url)
         limited = (target.scheme, target.netloc.lower()) in self._upstream_origins
         last: EcoError | None = None
