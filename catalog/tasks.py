@@ -16,7 +16,7 @@ from celery import shared_task
 from catalog.models import CATALOGS
 
 if TYPE_CHECKING:
-    from catalog.services.refresh import Source
+    from catalog.services.refresh import BuildSource
 
 TASK_NAME = "catalog.refresh_catalogs"
 SUBTREES_TASK_NAME = "catalog.refresh_location_subtrees"
@@ -25,7 +25,7 @@ SUBTREES_TASK_NAME = "catalog.refresh_location_subtrees"
 # A shared task binds to the current app when used; eco_service's AppConfig makes the project's
 # app (broker, eager mode without one) current at start-up, so catalog never imports the root.
 @shared_task(name=TASK_NAME)
-def refresh_catalogs_task(catalogs: list[str] | None = None, source: Source | None = None,
+def refresh_catalogs_task(catalogs: list[str] | None = None, source: BuildSource | None = None,
                           trigger: str = "beat") -> list[dict]:
     from catalog.services import refresh_catalogs
     from upstream.client import get_client

@@ -269,7 +269,7 @@ def _file_types(ds: um.PrototypeDataset) -> list[str]:
     return [t.name for t in ds.file_types]
 
 
-def _file(f: um.PrototypeFile, with_url: bool) -> PrototypeFile:
+def _file(f: um.NeonPrototypeFile, with_url: bool) -> PrototypeFile:
     return PrototypeFile(name=f.name, file_name=f.file_name, description=f.description,
                          type=f.type.name if f.type else None, size=f.size, md5=f.md5,
                          url=f.url if with_url else None)

@@ -205,12 +205,12 @@ async def _sample_views(client: UpstreamClient, ident: dict[str, str], degree: i
         raise
 
 
-def _ref(r: m.SampleRef) -> SampleRef:
+def _ref(r: m.NeonSampleRef) -> SampleRef:
     return SampleRef(sample_uuid=r.sample_uuid, sample_tag=r.sample_tag, sample_class=r.sample_class,
                      barcode=r.barcode, archive_guid=r.archive_guid)
 
 
-def _events(v: m.SampleView, fields: set[str] | None, limit: int) -> list[SampleEvent]:
+def _events(v: m.NeonSampleView, fields: set[str] | None, limit: int) -> list[SampleEvent]:
     out = []
     for ev in v.sample_events:
         entries = [SmsEntry(sms_key=f.sms_key, sms_value=f.sms_value) for f in ev.sms_field_entries

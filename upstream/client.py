@@ -37,7 +37,7 @@ from upstream import context, mapping, redis_link
 from upstream import models as m
 from upstream.breaker import GraphQLBreaker
 from upstream.cache import UpstreamCache
-from upstream.http import Call, Kind, UpstreamHttp
+from upstream.http import Call, RequestKind, UpstreamHttp
 from upstream.ratelimit import Buckets, LocalBuckets, RedisBuckets, budget_for
 
 M = TypeVar("M", bound=BaseModel)
@@ -179,7 +179,7 @@ class UpstreamClient:
         async with self._parse_slots:
             return await asyncio.to_thread(self._parse, endpoint, model, content)
 
-    async def _get(self, path: str, endpoint: str, model: type[M], *, ttl: str, kind: Kind = "detail",
+    async def _get(self, path: str, endpoint: str, model: type[M], *, ttl: str, kind: RequestKind = "detail",
                    params: dict[str, Any] | None = None, token_only: bool = False, fresh: bool = False) -> M:
         call = Call("GET", self._url(path), endpoint, kind=kind, params=params, token_only=token_only)
         return await self._fetch(call, model, getattr(self.cfg.cache.ttl_s, ttl), fresh=fresh)
@@ -234,7 +234,7 @@ class UpstreamClient:
                        history: bool = False, fresh: bool = False) -> m.Location:
         params = {"hierarchy": True if hierarchy else None, "locationType": location_type,
                   "history": True if history else None}
-        kind: Kind = "catalog" if hierarchy else "detail"  # a whole site's tree can be megabytes
+        kind: RequestKind = "catalog" if hierarchy else "detail"  # a whole site's tree can be megabytes
         env = await self._get(f"/locations/{_seg(name, 'locationName')}", "/locations/{locationName}",
                               m.DataEnvelope[m.Location], ttl="locations", kind=kind, params=params, fresh=fresh)
         return env.data
@@ -431,16 +431,16 @@ class UpstreamClient:
 
     @overload
     async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: type[M],
-                      operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
+                      operation_name: str | None = None, kind: RequestKind = "catalog", use_breaker: bool = True,
                       send_token: bool | None = None, partial: bool = False) -> M: ...
 
     @overload
     async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: None = None,
-                      operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
+                      operation_name: str | None = None, kind: RequestKind = "catalog", use_breaker: bool = True,
                       send_token: bool | None = None, partial: bool = False) -> m.GraphQLReply: ...
 
     async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: type[M] | None = None,
-                      operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
+                      operation_name: str | None = None, kind: RequestKind = "catalog", use_breaker: bool = True,
                       send_token: bool | None = None, partial: bool = False) -> M | m.GraphQLReply:
         """The reply's `data` parsed into `model` (`models.parse_graphql_data`); without a model,
         a `GraphQLReply` whose `data` is the raw JSON object. Never cached.

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("eco.upstream")
 
-Kind = Literal["catalog", "detail", "download"]
+RequestKind = Literal["catalog", "detail", "download"]
 TOKEN_HEADER = "X-API-Token"
 MAX_REDIRECTS = 5
 
@@ -64,7 +64,7 @@ class Call:
     method: str
     url: str
     endpoint: str  # the path template, for messages and accounting (never a query string)
-    kind: Kind = "detail"
+    kind: RequestKind = "detail"
     params: dict[str, Any] | None = None
     json: Any = None
     token_only: bool = False
@@ -144,7 +144,7 @@ class UpstreamHttp:
     def closed(self) -> bool:
         return self._client.is_closed
 
-    def timeout(self, kind: Kind) -> httpx.Timeout:
+    def timeout(self, kind: RequestKind) -> httpx.Timeout:
         eco = self.cfg.eco
         read = {"catalog": eco.catalog_read_timeout_s, "detail": eco.read_timeout_s,
                 "download": eco.download_read_timeout_s}[kind]

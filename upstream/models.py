@@ -86,7 +86,7 @@ class ProductRelease(NeonModel):
     product_doi: ProductDoi | None = None
 
 
-class ChangeLog(NeonModel):
+class NeonChangeLog(NeonModel):
     id: int
     parent_issue_id: int | None = Field(None, alias="parentIssueID")
     issue_date: str | None = None
@@ -115,7 +115,7 @@ class Spec(NeonModel):
         return value
 
 
-class BiorepositoryCollection(NeonModel):
+class NeonBiorepositoryCollection(NeonModel):
     collection_code: str
     collection_name: str | None = None
     collection_url: str | None = None
@@ -147,9 +147,9 @@ class Product(NeonModel):
     product_remarks: str | None = None
     themes: list[str]
     keywords: list[str]
-    change_logs: list[ChangeLog] | None = None
+    change_logs: list[NeonChangeLog] | None = None
     specs: list[Spec]
-    biorepository_collections: list[BiorepositoryCollection] | None = None
+    biorepository_collections: list[NeonBiorepositoryCollection] | None = None
     releases: list[ProductRelease]
     site_codes: list[ProductSiteAvailability]
 
@@ -161,7 +161,7 @@ class SiteRelease(NeonModel):
     url: str | None = None
 
 
-class SiteProduct(NeonModel):
+class NeonSiteProduct(NeonModel):
     """One entry of a site's `dataProducts`."""
 
     data_product_code: str
@@ -186,11 +186,11 @@ class Site(NeonModel):
     domain_name: str
     deims_id: str | None = None
     releases: list[SiteRelease]
-    data_products: list[SiteProduct]
+    data_products: list[NeonSiteProduct]
 
 
 # --------------------------------------------------------------------------- releases
-class Artifact(NeonModel):
+class NeonArtifact(NeonModel):
     name: str
     type: str
     url: str
@@ -211,12 +211,12 @@ class Release(NeonModel):
     release: str
     uuid: str
     generation_date: str | None = None
-    artifacts: list[Artifact] = Field(default_factory=list)
+    artifacts: list[NeonArtifact] = Field(default_factory=list)
     data_products: list[ReleaseDataProduct] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- locations
-class ActivePeriod(NeonModel):
+class NeonActivePeriod(NeonModel):
     activated_date: str | None = None
     deactivated_date: str | None = None
 
@@ -272,7 +272,7 @@ class _Placement(NeonModel):
     location_properties: list[LocationProperty] = Field(default_factory=list)
 
 
-class HistoryEntry(_Placement):
+class NeonHistoryEntry(_Placement):
     current: bool | None = None
     location_start_date: str | None = None
     location_end_date: str | None = None
@@ -288,14 +288,14 @@ class Location(_Placement):
     domain_code: str | None = None
     site_code: str | None = None
     offset_location: Any = None
-    active_periods: list[ActivePeriod] = Field(default_factory=list)
+    active_periods: list[NeonActivePeriod] = Field(default_factory=list)
     location_parent: str | None = None
     location_parent_url: str | None = None
     location_children: list[str] = Field(default_factory=list)
     location_children_urls: list[str] = Field(default_factory=list)
     location_parent_hierarchy: ParentHierarchy | None = None
     location_child_hierarchy: list[ChildHierarchy] | None = None
-    location_history: list[HistoryEntry] | None = None
+    location_history: list[NeonHistoryEntry] | None = None
 
     @property
     def properties(self) -> dict[str, PropertyValue]:
@@ -365,12 +365,12 @@ class SmsField(NeonModel):
     sms_value: PropertyValue = None
 
 
-class SampleEvent(NeonModel):
+class NeonSampleEvent(NeonModel):
     ingest_table_name: str
     sms_field_entries: list[SmsField] = Field(default_factory=list)
 
 
-class SampleRef(NeonModel):
+class NeonSampleRef(NeonModel):
     sample_uuid: str
     sample_tag: str | None = None
     sample_class: str | None = None
@@ -378,17 +378,17 @@ class SampleRef(NeonModel):
     archive_guid: str | None = None
 
 
-class SampleView(SampleRef):
+class NeonSampleView(NeonSampleRef):
     sample_class: str
-    sample_events: list[SampleEvent] = Field(default_factory=list)
-    parent_sample_identifiers: list[SampleRef] = Field(default_factory=list)
-    child_sample_identifiers: list[SampleRef] = Field(default_factory=list)
+    sample_events: list[NeonSampleEvent] = Field(default_factory=list)
+    parent_sample_identifiers: list[NeonSampleRef] = Field(default_factory=list)
+    child_sample_identifiers: list[NeonSampleRef] = Field(default_factory=list)
 
 
 class SampleViews(NeonModel):
     """`GET /samples/view` and `/samples/download` (token-only) -> data."""
 
-    sample_views: list[SampleView]
+    sample_views: list[NeonSampleView]
 
 
 # --------------------------------------------------------------------------- prototype
@@ -397,7 +397,7 @@ class FileType(NeonModel):
     description: str | None = None
 
 
-class PrototypeFile(NeonModel):
+class NeonPrototypeFile(NeonModel):
     name: str
     description: str | None = None
     size: int
@@ -415,7 +415,7 @@ class DataLocation(NeonModel):
 
 class PrototypeDataRef(NeonModel):
     url: str | None = None
-    files: list[PrototypeFile] = Field(default_factory=list)
+    files: list[NeonPrototypeFile] = Field(default_factory=list)
     data_locations: list[DataLocation] = Field(default_factory=list)
 
 
@@ -479,7 +479,7 @@ class PrototypeData(NeonModel):
 
     dataset_uuid: str
     dataset_project_title: str | None = None
-    files: list[PrototypeFile]
+    files: list[NeonPrototypeFile]
     data_locations: list[DataLocation] = Field(default_factory=list)
 
 
@@ -493,12 +493,12 @@ class DataFile(NeonModel):
     url: str
 
 
-class PackageLink(NeonModel):
+class NeonPackageLink(NeonModel):
     type: str
     url: str
 
 
-class ExternalData(NeonModel):
+class NeonExternalData(NeonModel):
     name: str
     type: str | None = None
     url: str | None = None
@@ -511,9 +511,9 @@ class DataListing(NeonModel):
     site_code: str
     month: str
     release: str | None = None
-    packages: list[PackageLink] = Field(default_factory=list)
+    packages: list[NeonPackageLink] = Field(default_factory=list)
     files: list[DataFile]
-    external_data: list[ExternalData] = Field(default_factory=list)
+    external_data: list[NeonExternalData] = Field(default_factory=list)
 
 
 class DataQueryRequest(NeonModel):

@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from upstream import models as m
-from upstream.http import Kind
+from upstream.http import RequestKind
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -43,5 +43,5 @@ class CatalogUpstream(Protocol):
                        history: bool = False, fresh: bool = False) -> m.Location: ...
 
     async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: type[M],
-                      operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
+                      operation_name: str | None = None, kind: RequestKind = "catalog", use_breaker: bool = True,
                       send_token: bool | None = None) -> M: ...

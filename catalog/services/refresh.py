@@ -56,7 +56,7 @@ from upstream.protocol import CatalogUpstream
 
 log = logging.getLogger("eco.catalog.refresh")
 
-Source = Literal["graphql", "rest"]
+BuildSource = Literal["graphql", "rest"]
 GRAPHQL_CATALOGS = ("products", "sites")
 
 
@@ -125,7 +125,7 @@ def _rows(catalog: str, records: Any) -> tuple[Tables, int]:
     return [(LocationRow, list(locations))], len(locations)
 
 
-def _want_graphql(client: CatalogUpstream, cfg: EcoConfig, source: Source | None) -> bool:
+def _want_graphql(client: CatalogUpstream, cfg: EcoConfig, source: BuildSource | None) -> bool:
     if source is not None:
         return source == "graphql"
     return cfg.eco.prefer_graphql and client.graphql_available
@@ -164,7 +164,7 @@ async def refresh_catalogs(
     catalogs: tuple[str, ...] | list[str] = CATALOGS,
     *,
     client: CatalogUpstream,
-    source: Source | None = None,
+    source: BuildSource | None = None,
     trigger: str = "manual",
     cfg: EcoConfig | None = None,
 ) -> list[RefreshOutcome]:
@@ -228,7 +228,7 @@ async def _refresh_rest(catalog: str, *, client: CatalogUpstream, trigger: str) 
                              requests=acct.requests)
 
 
-async def refresh_catalog(catalog: str, *, client: CatalogUpstream, source: Source | None = None, trigger: str = "manual",
+async def refresh_catalog(catalog: str, *, client: CatalogUpstream, source: BuildSource | None = None, trigger: str = "manual",
                           cfg: EcoConfig | None = None) -> RefreshOutcome:
     (outcome,) = await refresh_catalogs((catalog,), client=client, source=source, trigger=trigger, cfg=cfg)
     return outcome

@@ -22,7 +22,7 @@ from catalog.services import refresh_catalogs
 from eco_core.errors import EcoError
 from upstream import models as m
 from upstream.context import current
-from upstream.http import Kind
+from upstream.http import RequestKind
 
 if TYPE_CHECKING:
     from upstream.protocol import CatalogUpstream
@@ -78,7 +78,7 @@ class MiniClient:
         return m.Location.model_validate(await self._get(f"/locations/{name}", **params))
 
     async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: type[M],
-                      operation_name: str | None = None, kind: Kind = "catalog", use_breaker: bool = True,
+                      operation_name: str | None = None, kind: RequestKind = "catalog", use_breaker: bool = True,
                       send_token: bool | None = None) -> M:
         body = await self._send("POST", self.graphql_url, json={"query": query, "variables": variables or {}})
         if body.get("errors"):
