@@ -3,7 +3,7 @@ catalog.services.location_subtrees) as the location reads walk them.
 
     stored_trees(cfg, run=None) -> StoredTrees | None     sync: None when nothing may be served
     await trees.tree(site) -> SiteTree                      the site's nodes, pre-order
-    await trees.find(name, record=False) -> Found | None    which stored site holds `name`
+    await trees.find(name, record=False) -> StoredPlace | None    which stored site holds `name`
     tree.below(name, max_depth) -> [(StoredNode, depth)]    what a hierarchy=true walk of `name` lists
     tree.ancestors(name) -> [StoredNode]                    parents inside the site, nearest first
     pruned(trees, type_key, max_depth) -> [(StoredNode, depth)]   a locationType-pruned domain walk
@@ -108,7 +108,7 @@ def pruned(trees: Iterable[SiteTree], key: Callable[[str], bool], max_depth: int
 
 
 @dataclass(frozen=True)
-class Found:
+class StoredPlace:
     site: str
     record: dict[str, Any] | None
 
@@ -136,10 +136,10 @@ def _load_tree(site: str) -> SiteTree:
     return SiteTree(site, nodes, {k: tuple(v) for k, v in children.items()})
 
 
-def _find(name: str, record: bool) -> Found | None:
+def _find(name: str, record: bool) -> StoredPlace | None:
     fields = ("site_code", "record") if record else ("site_code",)
     row = LocationNodeRow.objects.filter(name=name).values(*fields).first()
-    return Found(row["site_code"], row.get("record")) if row else None
+    return StoredPlace(row["site_code"], row.get("record")) if row else None
 
 
 @dataclass(frozen=True)
@@ -163,10 +163,10 @@ class StoredTrees:
             _trees.put(key, tree)
         return tree
 
-    async def find(self, name: str, *, record: bool = False) -> Found | None:
+    async def find(self, name: str, *, record: bool = False) -> StoredPlace | None:
         if name in self.sites and not record:
-            return Found(name, None)
-        found: Found | None = await self.run(_find, name, record)
+            return StoredPlace(name, None)
+        found: StoredPlace | None = await self.run(_find, name, record)
         return found
 
 
