@@ -91,7 +91,8 @@ class SiteCore(WireModel):
 
 class ListReleasesInput(ToolInput):
     include_artifact_urls: bool = Field(False, description=(
-        "Add signed manifest URLs (large; expire in 7 days; one upstream request)."))
+        "Add each artifact's signed URL (one GET /releases, then cached; a URL expires 7 days after NEON "
+        "signs it)."))
 
 
 class ListReleasesOutput(Envelope):

@@ -3,6 +3,8 @@ once warm), signed artifact URLs only on request."""
 
 from __future__ import annotations
 
+from mcp_gateway.registry import default_registry
+
 
 async def test_releases_are_listed_newest_first_with_dates_counts_and_manifests_without_a_request(run_tool, sim):
     out = await run_tool("eco_list_releases")
@@ -27,6 +29,13 @@ async def test_artifact_urls_come_signed_from_one_request_only_when_asked(run_to
     arts = [a for i in out.ok["items"] for a in i["artifacts"]]
     assert arts and all(a["url"] and "X-Goog-Signature" in a["url"] for a in arts)
     assert out.requests <= 1
+    again = await run_tool("eco_list_releases", {"include_artifact_urls": True})
+    assert again.requests == 0 and again.ok["items"] == out.ok["items"]  # as the input's description says
+
+
+def test_the_artifact_urls_switch_is_described_as_what_it_does():
+    described = default_registry().get("eco_list_releases").tool.input_schema["properties"]["include_artifact_urls"]
+    assert "cached" in described["description"] and "7 days after" in described["description"]
 
 
 async def test_an_unknown_argument_is_invalid_and_named(run_tool):
