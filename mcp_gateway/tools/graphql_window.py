@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from catalog.graphql_window import GraphQLAnswer, check_query, describe_type, run_query
+from catalog.graphql_window import GraphQLAnswer, QueryBounds, check_query, describe_type, run_query
 from eco_core.errors import EcoError
 from mcp_gateway import ports
 from mcp_gateway.context import CallContext
@@ -58,16 +58,23 @@ async def graphql_tool(args: GraphQLInput, call: CallContext) -> GraphQLOutput:
         raise EcoError("invalid_argument", "give exactly one of query and introspect_type",
                        details={"field": "query", "conflicting": ["query", "introspect_type"]})
     max_bytes = _budget(args, call)
+    limits = call.cfg.limits
+    # The reply read is bounded by the server's largest budget, whatever this caller asked for.
+    max_reply_bytes = limits.graphql_reply_read_factor * limits.graphql_hard_max_response_bytes
     client = ports.upstream_client()
     a: GraphQLAnswer
     if args.introspect_type is not None:
-        a = await describe_type(client, args.introspect_type, max_bytes=max_bytes)
+        a = await describe_type(client, args.introspect_type, max_bytes=max_bytes, max_reply_bytes=max_reply_bytes)
     else:
         assert args.query is not None
         checked = check_query(args.query, operation_name=args.operation_name,
-                              max_chars=call.cfg.limits.graphql_max_query_chars,
-                              max_depth=call.cfg.limits.graphql_max_depth)
-        a = await run_query(client, checked, variables=args.variables, max_bytes=max_bytes)
+                              max_chars=limits.graphql_max_query_chars, max_depth=limits.graphql_max_depth,
+                              bounds=QueryBounds(max_aliases=limits.graphql_max_aliases,
+                                                 max_nodes=limits.graphql_max_estimated_nodes,
+                                                 list_estimate=limits.graphql_list_estimate),
+                              variables=args.variables)
+        a = await run_query(client, checked, variables=args.variables, max_bytes=max_bytes,
+                            max_reply_bytes=max_reply_bytes)
     notes = list(a.notes)
     steps: list[NextStep] = []
     if a.truncated:
