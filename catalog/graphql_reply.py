@@ -26,6 +26,7 @@ import json.decoder
 import json.scanner
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -43,14 +44,38 @@ _CONTAINERS = itertools.repeat((dict, list))  # any(map(isinstance, xs, _CONTAIN
 # needed only for its size: scanned from depth 4 (a whole siteCodes list of one product at once).
 WALK_DEPTH = 6
 DROPPED_WALK_DEPTH = 4
-# Cancellation is checked every this many list items (a call whose deadline passed stops its read).
-CHECK_EVERY = 256
+# On a worker thread, every SLICE_S of work pauses PAUSE_S (checked every CHECK_EVERY steps, where
+# cancellation is checked too). A thread busy in Python code gives up the interpreter lock only
+# when another asks for it, after the switch interval (5 ms): an event loop waiting on it loses
+# that much at each of its iterations, and a request takes dozens. Pausing hands it over at once.
+SLICE_S = 0.001
+PAUSE_S = 0.0005
+CHECK_EVERY = 16
 # Compact JSON's "{"data":,"errors":}" around the two values.
 ENVELOPE_BYTES = len('{"data":,"errors":}')
 
 
 class Cancelled(Exception):
     """The caller gave up (its deadline passed) while the reply was being read or cut."""
+
+
+class _Pace:
+    """Called at each step of the work: raises Cancelled once `cancel` is set; with `pause` (on a
+    worker thread, never on the event loop), sleeps PAUSE_S after every SLICE_S of work."""
+
+    def __init__(self, cancel: threading.Event | None, pause: bool) -> None:
+        self.cancel, self.pause = cancel, pause
+        self.steps, self.since = 0, time.perf_counter()
+
+    def __call__(self) -> None:
+        self.steps += 1
+        if self.steps % CHECK_EVERY:
+            return
+        if self.cancel is not None and self.cancel.is_set():
+            raise Cancelled
+        if self.pause and time.perf_counter() - self.since >= SLICE_S:
+            time.sleep(PAUSE_S)
+            self.since = time.perf_counter()
 
 
 class BadReply(ValueError):
@@ -115,17 +140,17 @@ class _Reader:
     """One reply's text, read into values with their sizes. `keep=False` reads a value only for
     its size and end (an item dropped past the budget); `cut=True` below "data" only."""
 
-    def __init__(self, text: str, budget: int, cancel: threading.Event | None) -> None:
-        self.text, self.budget, self.cancel = text, budget, cancel
+    def __init__(self, text: str, budget: int, pace: _Pace) -> None:
+        self.text, self.budget, self.pace = text, budget, pace
         self.sizes: dict[int, int] = {}
         # id(list) -> (the list, items sent), for lists whose tail was dropped; holding the list keeps
         # its id from being reused by a later one.
         self.sent_len: dict[int, tuple[list[Any], int]] = {}
-        self.steps = 0
         self.key_sizes: dict[str, int] = {}
 
     def value(self, i: int, depth: int, keep: bool, cut: bool) -> tuple[Any, int, int]:
         """(value, compact size, end) of the value starting at text[i]."""
+        self.pace()
         text = self.text
         if depth < (WALK_DEPTH if keep else DROPPED_WALK_DEPTH) and i < len(text):
             if text[i] == "{":
@@ -179,9 +204,6 @@ class _Reader:
         text, out = self.text, []
         size, n, dropping = 2, 0, False
         while True:
-            self.steps += 1
-            if self.cancel is not None and self.steps % CHECK_EVERY == 0 and self.cancel.is_set():
-                raise Cancelled
             held = keep and not dropping
             value, vsize, j = self.value(j, depth + 1, held, cut)
             step = vsize + (1 if n else 0)
@@ -208,14 +230,17 @@ class _Reader:
         return out, size, j
 
 
-def read_reply(body: bytes | bytearray, max_bytes: int, cancel: threading.Event | None = None) -> Reply:
+def read_reply(body: bytes | bytearray, max_bytes: int, cancel: threading.Event | None = None, *,
+               on_worker: bool = False) -> Reply:
     """The reply parsed and cut to `max_bytes` (see the module docstring). BadReply when the body
-    is not a JSON object (or not UTF-8); Cancelled when `cancel` is set meanwhile."""
+    is not a JSON object (or not UTF-8); Cancelled when `cancel` is set meanwhile. `on_worker`:
+    running on a worker thread, so pausing now and then to let the event loop run."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadReply(f"not UTF-8: {exc.reason}") from None
-    reader = _Reader(text, max_bytes, cancel)
+    pace = _Pace(cancel, on_worker)
+    reader = _Reader(text, max_bytes, pace)
     start = _skip_ws(text, 0).end()
     if not text.startswith("{", start):
         raise BadReply("the reply is not a JSON object")
@@ -231,7 +256,7 @@ def read_reply(body: bytes | bytearray, max_bytes: int, cancel: threading.Event 
     if errors is not None and not isinstance(errors, list):
         raise BadReply("errors is not a list")
     total = _envelope(reader.sizes[id(data)] if isinstance(data, (dict, list)) else leaf_size(data), errors)
-    paths = cut(data, total, max_bytes, reader.sizes, reader.sent_len, cancel) if total > max_bytes else []
+    paths = cut(data, total, max_bytes, reader.sizes, reader.sent_len, pace) if total > max_bytes else []
     return Reply(data=data, errors=errors, truncated_paths=paths, bytes_total=total)
 
 
@@ -242,11 +267,11 @@ def shorten(data: Any, errors: list[dict[str, Any]] | None, max_bytes: int) -> t
     JSON paths of the lists cut, and the original size."""
     sizes: dict[int, int] = {}
     total = _envelope(measure(data, sizes), errors)
-    return data, cut(data, total, max_bytes, sizes, {}) if total > max_bytes else [], total
+    return data, cut(data, total, max_bytes, sizes, {}, _Pace(None, False)) if total > max_bytes else [], total
 
 
 def cut(data: Any, total: int, max_bytes: int, sizes: dict[int, int], sent_len: dict[int, tuple[list[Any], int]],
-        cancel: threading.Event | None = None) -> list[str]:
+        pace: _Pace) -> list[str]:
     """Cut lists of `data` (whose containers' sizes are in `sizes`; `sent_len` holds the sent
     length of lists read only in part) until `total` is down to `max_bytes`. Returns the paths cut."""
     size, paths, seen, order = total, [], set(), itertools.count()
@@ -279,8 +304,7 @@ def cut(data: Any, total: int, max_bytes: int, sizes: dict[int, int], sent_len: 
 
         outermost(data, "$")
         while size > max_bytes and heap:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled
+            pace()
             neg, _, path, items = heapq.heappop(heap)
             lsize = -neg
             # Keep the longest prefix that brings the list down by the excess (only kept items are sized).

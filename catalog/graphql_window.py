@@ -436,7 +436,7 @@ async def _read_off_loop(body: bytearray, max_bytes: int) -> Reply:
     left = None if acct is None else acct.remaining()
     try:
         async with asyncio.timeout(None if left is None else max(left, 0.0)), slots:
-            return await asyncio.to_thread(read_reply, body, max_bytes, cancel)
+            return await asyncio.to_thread(read_reply, body, max_bytes, cancel, on_worker=True)
     except (TimeoutError, Cancelled):
         raise deadline_exceeded("/graphql", None) from None
     finally:
