@@ -19,7 +19,8 @@ NAME_PATTERN = r"^[_A-Za-z][_0-9A-Za-z]*$"
 
 class GraphQLInput(ToolInput):
     query: str | None = Field(None, max_length=1_000_000, description=(
-        "Read-only GraphQL query (at most limits.graphql_max_query_chars characters, depth limits.graphql_max_depth)."))
+        "Read-only GraphQL query (at most limits.graphql_max_query_chars characters, depth limits.graphql_max_depth, "
+        "limits.graphql_max_aliases aliases, and an estimated limits.graphql_max_estimated_nodes values in its answer)."))
     introspect_type: str | None = Field(None, pattern=NAME_PATTERN, max_length=200,
                                         description="Describe one type instead of querying (e.g. Site).")
     variables: dict[str, Any] | None = None
@@ -101,7 +102,9 @@ TOOLS = [
             "plus one __type or __schema. Queries only; the query is checked against the schema "
             "(eco://reference/graphql-schema) before sending, unknown fields are refused with didYouMean. "
             "introspect_type describes one type instead. Never cached, no token sent. Large lists are cut "
-            "to max_bytes (see truncatedPaths)."
+            "to max_bytes (see truncatedPaths). A query asking for too much (many aliases, whole catalogs with "
+            "nested lists) is query_too_large before sending: name the records (filterProducts, filterSites) "
+            "or select less."
         ),
         surface="discovery",
         input_model=GraphQLInput,
