@@ -145,15 +145,17 @@ async def test_a_reply_longer_than_the_read_bound_is_query_too_large_not_cut(sim
 
 
 @contextlib.asynccontextmanager
-async def streamed_graphql(head: bytes, chunk: bytes, tail: bytes, total: int) -> AsyncIterator[dict[str, Any]]:
+async def streamed_graphql(head: bytes, chunk: bytes, tail: bytes, total: int,
+                           pause_s: float = 0.0) -> AsyncIterator[dict[str, Any]]:
     """A loopback GraphQL endpoint answering 200 with a chunked body (no content-length): `head`,
-    `chunk` repeated to about `total` bytes, `tail`; `sent` counts what it wrote before the client
-    hung up."""
+    `chunk` repeated to about `total` bytes (`pause_s` between chunks), `tail`; `sent` counts what
+    it wrote before the client hung up."""
     state: dict[str, Any] = {"sent": 0, "url": ""}
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+        request = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in request.split(b"\r\n")
+                      if line.lower().startswith(b"content-length"))
         await reader.readexactly(length)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n")
         try:
@@ -161,6 +163,7 @@ async def streamed_graphql(head: bytes, chunk: bytes, tail: bytes, total: int) -
                 writer.write(b"%x\r\n%s\r\n" % (len(part), part))
                 state["sent"] += len(part)
                 await writer.drain()
+                await asyncio.sleep(pause_s)
             writer.write(b"0\r\n\r\n")
             await writer.drain()
         except (ConnectionError, OSError):
@@ -218,3 +221,18 @@ async def test_reading_a_streamed_reply_stops_at_the_bound_and_memory_stays_with
         # What was written before the client hung up: the bound plus what the sockets buffer.
         assert upstream["sent"] < total // 2
     assert rss["grew"] < 2 * bound, rss
+
+
+async def test_a_reply_dribbled_past_the_call_deadline_ends_the_call_at_the_deadline(sim_cfg, sim):
+    # Each chunk comes well within any read timeout, but the whole reply would take ~10 s.
+    item = b'{"productCode":"DP1.00001.001"}'
+    async with streamed_graphql(b'{"data":{"products":[' + item, b"," + item, b"]}}", 100 * (len(item) + 1),
+                                pause_s=0.1) as upstream:
+        cfg = eco_config.load_config(flags={"eco.base_url": sim.base_url, "eco.graphql_url": upstream["url"],
+                                            "eco.call_deadline_s": 1.0}, env={}, warn=False)
+        t0 = time.monotonic()
+        out = await run_with(cfg, {"query": "{ products { productCode } }"})
+        elapsed = time.monotonic() - t0
+    err = error_of(out, "upstream_unavailable")
+    assert err["details"]["reason"] == "deadline" and err["details"]["deadlineSeconds"] == 1.0
+    assert elapsed < 5, elapsed
