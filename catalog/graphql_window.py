@@ -1,35 +1,45 @@
 """The GraphQL window's reads (eco_graphql): a caller's own read-only query, checked on its
 parsed document before any request, validated against the NEON schema the service keeps
 (`neon_schema.graphql`, the reconstructed SDL), sent without a token, never cached, outside the
-catalog's breaker, and shortened to the caller's byte budget.
+catalog's breaker, its reply read within a bound and shortened to the caller's byte budget
+(catalog.graphql_reply).
 
     window_schema() -> WindowSchema(root_fields, schema)      the allowed root fields and the
         parsed schema the window validates against (eco://reference/graphql-schema reads it)
-    check_query(query, operation_name=, max_chars=, max_depth=) -> CheckedQuery
-        the guard rails, then local validation; raises EcoError, sends nothing
-    await run_query(client, checked, variables=, max_bytes=) -> GraphQLAnswer
-    await describe_type(client, name, max_bytes=) -> GraphQLAnswer   local schema first
-    shorten(data, errors, max_bytes) -> (data, truncated_paths, bytes_total)   cuts data in place
+    check_query(query, operation_name=, max_chars=, max_depth=, bounds=, variables=) -> CheckedQuery
+        the guard rails, what the query asks for, then local validation; raises EcoError, sends nothing
+    await run_query(client, checked, variables=, max_bytes=, max_reply_bytes=) -> GraphQLAnswer
+    await describe_type(client, name, max_bytes=, max_reply_bytes=) -> GraphQLAnswer   local schema first
 
 Policy refusals (mutations, a root field outside the list, a second introspection field, size,
-depth, fragment cycles, operation choice) are `invalid_argument` naming what was wrong. Schema
-refusals are `graphql_error` worded as NEON words them (graphql-java's
+depth, fragment cycles, operation choice) are `invalid_argument` naming what was wrong. A query
+asking for too much (more aliases than QueryBounds allows, or more values by the estimate of
+catalog.graphql_fields.CostEstimate), or whose reply is longer than the read bound, is
+`query_too_large` with the numbers and what to ask instead. Schema refusals are `graphql_error`
+worded as NEON words them (graphql-java's
 `Validation error (FieldUndefined@[a/b]) : Field 'b' in type 'T' is undefined`), so an agent
 reads the same text whether the service or NEON refused, with `details.didYouMean`.
 """
-
 from __future__ import annotations
 
-import json
+import asyncio
+import threading
+import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 # graphql-core is imported where it is used, not here: every tools/list imports this module
 # (eco_graphql's tool declares its types from it), and importing graphql-core was the largest
 # avoidable part of stdio start-up (~0.2 s of ~1.7 s of imports, -X importtime).
+from catalog.graphql_reply import BadReply, Cancelled, Reply, read_reply, shorten
 from eco_core.errors import EcoError
+from upstream import context, mapping
+from upstream import models as upstream_models
+from upstream.http import deadline_exceeded
 
 if TYPE_CHECKING:
     from graphql import (
@@ -201,8 +211,49 @@ def _depth(sel: SelectionSetNode | None, fragments: dict[str, FragmentDefinition
     return best
 
 
-def check_query(query: str, *, operation_name: str | None, max_chars: int, max_depth: int) -> CheckedQuery:
-    """The guard rails on the parsed document, then validation against the local schema."""
+@dataclass(frozen=True)
+class QueryBounds:
+    """How much one query may ask for (limits.graphql_max_aliases, graphql_max_estimated_nodes,
+    graphql_list_estimate); the defaults are the settings' defaults."""
+
+    max_aliases: int = 30
+    max_nodes: int = 100_000
+    list_estimate: int = 20
+
+
+NARROWER = ("Ask for fewer aliases (one root field with a filter, filterProducts or filterSites with the "
+            "codes, replaces many aliased ones), select fewer fields or nested lists, or use eco_search_products, "
+            "eco_search_sites or eco_get_availability for catalog-wide questions.")
+
+
+def _too_large(message: str, cost: Any, bounds: QueryBounds, **details: Any) -> EcoError:
+    return EcoError("query_too_large", message, hint=NARROWER, details={
+        "field": "query", "aliases": cost.aliases, "maxAliases": bounds.max_aliases,
+        "estimatedNodes": cost.nodes, "maxEstimatedNodes": bounds.max_nodes,
+        "largest": [{"field": k, "estimatedNodes": n} for k, n in cost.roots[:3]], **details})
+
+
+def _check_cost(op: OperationDefinitionNode, fragments: dict[str, FragmentDefinitionNode], ws: WindowSchema,
+                bounds: QueryBounds, variables: dict[str, Any] | None) -> None:
+    """Refuse a query that asks for too much before graphql-core validates it: validating
+    hundreds of aliased copies of a field is itself slow (overlapping fields are compared pairwise)."""
+    from catalog.graphql_fields import CostEstimate
+
+    cost = CostEstimate(ws.schema, fragments, list_estimate=bounds.list_estimate, variables=variables).cost(op)
+    if cost.aliases > bounds.max_aliases:
+        raise _too_large(f"query: {cost.aliases} aliased fields (fragments expanded), at most {bounds.max_aliases} "
+                         "(limits.graphql_max_aliases); each alias runs its field again upstream", cost, bounds)
+    if cost.nodes > bounds.max_nodes:
+        top = ", ".join(f"{k} ~{n:,}" for k, n in cost.roots[:3])
+        raise _too_large(f"query: asks for an estimated {cost.nodes:,} values ({top}), at most {bounds.max_nodes:,} "
+                         "(limits.graphql_max_estimated_nodes); lists count at their likely length (products 200, "
+                         f"sites 81, filters by the codes they name, nested lists {bounds.list_estimate})", cost, bounds)
+
+
+def check_query(query: str, *, operation_name: str | None, max_chars: int, max_depth: int,
+                bounds: QueryBounds | None = None, variables: dict[str, Any] | None = None) -> CheckedQuery:
+    """The guard rails on the parsed document, what it asks for, then validation against the
+    local schema."""
     from graphql import FragmentDefinitionNode, GraphQLError, OperationDefinitionNode, OperationType, parse
     from graphql.pyutils import suggestion_list
 
@@ -261,6 +312,7 @@ def check_query(query: str, *, operation_name: str | None, max_chars: int, max_d
     if depth > max_depth:
         raise _bad(f"query: selection depth {depth} exceeds the limit of {max_depth} (limits.graphql_max_depth) "
                    f"at {'/'.join(path)}", depth=depth, limit=max_depth, path=path)
+    _check_cost(chosen, fragments, ws, bounds or QueryBounds(), variables)
     _validate(doc, ws)
     return CheckedQuery(query=query, operation_name=chosen.name.value if chosen.name else None,
                         root_fields=tuple(used), depth=depth)
@@ -300,18 +352,19 @@ def schema_hint(root_fields: tuple[str, ...] | list[str]) -> str:
 
 
 async def run_query(client: UpstreamClient, checked: CheckedQuery, *, variables: dict[str, Any] | None,
-                    max_bytes: int) -> GraphQLAnswer:
-    """One POST /graphql: no token, no cache, no breaker (a caller's bad query is not an outage)."""
-    reply = await client.graphql(checked.query, variables, operation_name=checked.operation_name, kind="detail",
-                                 use_breaker=False, send_token=False, partial=True)
-    errors = [e.model_dump(by_alias=True, mode="json", exclude_none=True) for e in reply.errors] \
-        if reply.errors else None
-    data, paths, total = shorten(reply.data, errors, max_bytes)
-    return GraphQLAnswer(data=data, errors=errors, bytes_total=total, truncated=bool(paths), truncated_paths=paths,
+                    max_bytes: int, max_reply_bytes: int) -> GraphQLAnswer:
+    """One POST /graphql: no token, no cache, no breaker (a caller's bad query is not an outage).
+    The reply is read up to `max_reply_bytes`, then parsed and cut to `max_bytes`."""
+    reply = await _ask(client, checked.query, variables, checked.operation_name, max_bytes, max_reply_bytes)
+    errors = _errors(reply.errors)
+    if errors and reply.data is None:
+        raise mapping.graphql_errors(errors)
+    return GraphQLAnswer(data=_data(reply.data), errors=_dumped(errors), bytes_total=reply.bytes_total,
+                         truncated=bool(reply.truncated_paths), truncated_paths=reply.truncated_paths,
                          schema_hint=schema_hint(checked.root_fields), from_upstream=True)
 
 
-async def describe_type(client: UpstreamClient, name: str, *, max_bytes: int) -> GraphQLAnswer:
+async def describe_type(client: UpstreamClient, name: str, *, max_bytes: int, max_reply_bytes: int) -> GraphQLAnswer:
     """One type as NEON's __type answers it: from the local schema when it has the type, else
     asked upstream (same rules as run_query); unknown to both is not_found with didYouMean."""
     from graphql import graphql_sync, is_object_type
@@ -321,17 +374,20 @@ async def describe_type(client: UpstreamClient, name: str, *, max_bytes: int) ->
     if name in ws.schema.type_map:
         result = graphql_sync(ws.schema, TYPE_QUERY, variable_values={"name": name})
         data: dict[str, Any] = result.data or {}
+        shortened, paths, total = shorten(data, None, max_bytes)
         from_upstream = False
     else:
-        reply = await client.graphql(TYPE_QUERY, {"name": name}, kind="detail", use_breaker=False,
-                                     send_token=False)
-        data, from_upstream = reply.data, True
-    if not data.get("__type"):
+        reply = await _ask(client, TYPE_QUERY, {"name": name}, None, max_bytes, max_reply_bytes)
+        errors = _errors(reply.errors)
+        if errors:
+            raise mapping.graphql_errors(errors)
+        shortened, paths, total = _data(reply.data), reply.truncated_paths, reply.bytes_total
+        from_upstream = True
+    if not shortened.get("__type"):
         known = [t for t in ws.schema.type_map if not t.startswith("__")]
         raise EcoError("not_found", f"introspect_type: no type named {name!r}",
                        details={"field": "introspect_type", "didYouMean": suggestion_list(name, known)[:5] or None})
     roots = [f for f in ws.root_fields if ws.root_type_name(f) == name]
-    shortened, paths, total = shorten(data, None, max_bytes)
     kind = ws.schema.type_map.get(name)
     notes = [] if roots or not is_object_type(kind) else [
         f"{name} is reached through other types, not directly from a root field."]
@@ -339,59 +395,73 @@ async def describe_type(client: UpstreamClient, name: str, *, max_bytes: int) ->
                          schema_hint=schema_hint(roots), from_upstream=from_upstream, notes=notes)
 
 
-# -- truncation ----------------------------------------------------------------------------
+# -- the reply -----------------------------------------------------------------------------
 
-def _size(value: Any) -> int:
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
-
-
-def _candidates(value: Any, path: str, keep: int, out: list[tuple[str, list[Any]]]) -> None:
-    """The outermost lists longer than `keep`, with their JSON paths. A list nested in one of
-    them is smaller than it, so it is not visited until its parent is down to `keep` items:
-    a 5 MB answer costs one walk of its few outer lists, not of its million month strings."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if isinstance(v, (dict, list)):
-                _candidates(v, f"{path}.{k}", keep, out)
-    elif isinstance(value, list):
-        if len(value) > keep:
-            out.append((path, value))
-            return
-        for i, v in enumerate(value):
-            if isinstance(v, (dict, list)):
-                _candidates(v, f"{path}[{i}]", keep, out)
+# Replies smaller than this are read on the event loop: faster than handing them to a thread.
+READ_IN_THREAD_BYTES = 64 * 1024
+# Large replies are read one at a time: the interpreter runs one thread at a time anyway, and each
+# more busy thread lengthens the event loop's wait for its turn (every other caller's latency).
+READ_THREADS = 1
+_read_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
 
-def shorten(data: Any, errors: list[dict[str, Any]] | None, max_bytes: int) -> tuple[Any, list[str], int]:
-    """Cut lists from their end, largest first, until {data, errors} fits `max_bytes` of compact
-    JSON. A list keeps its first item while any other list can still give, so the answer keeps
-    its shape (one product with fewer sites beats no product). Cuts `data` in place (the caller
-    owns the freshly parsed reply) and returns it, the JSON paths of the lists cut, and the
-    original size."""
-    total = _size({"data": data, "errors": errors})
-    size = total
-    paths: list[str] = []
-    while size > max_bytes:
-        found: list[tuple[str, list[Any]]] = []
-        keep = 1
-        _candidates(data, "$", keep, found)
-        if not found:
-            keep = 0
-            _candidates(data, "$", keep, found)
-        if not found:
-            break
-        sized = [(_size(items), path, items) for path, items in found]
-        lsize, path, items = max(sized, key=lambda t: t[0])
-        # Keep the longest prefix that brings the list down by the excess (only kept items are sized).
-        target, running, n = lsize - (size - max_bytes), 2, 0
-        for item in items:
-            step = _size(item) + (1 if n else 0)
-            if n >= keep and running + step > target:
-                break
-            running += step
-            n += 1
-        del items[n:]
-        size -= lsize - running
-        if path not in paths:
-            paths.append(path)
-    return data, paths, total
+async def _ask(client: UpstreamClient, query: str, variables: dict[str, Any] | None, operation_name: str | None,
+               max_bytes: int, max_reply_bytes: int) -> Reply:
+    """The reply to one query, read up to `max_reply_bytes`, parsed and cut to `max_bytes` (on a
+    worker thread when large), within the call's deadline."""
+    try:
+        body = await client.graphql_body(query, variables, operation_name=operation_name, max_bytes=max_reply_bytes)
+    except EcoError as exc:
+        if exc.code != "query_too_large":
+            raise
+        raise EcoError("query_too_large", f"query: NEON's reply is larger than {max_reply_bytes:,} bytes "
+                       "(limits.graphql_reply_read_factor x limits.graphql_hard_max_response_bytes); reading "
+                       "stopped there and nothing of it is returned", hint=NARROWER,
+                       details={"field": "query", **exc.details}) from None
+    try:
+        if len(body) < READ_IN_THREAD_BYTES:
+            return read_reply(body, max_bytes)
+        return await _read_off_loop(body, max_bytes)
+    except BadReply as exc:
+        raise mapping.unexpected_body("/graphql", exc) from None
+
+
+async def _read_off_loop(body: bytearray, max_bytes: int) -> Reply:
+    loop = asyncio.get_running_loop()
+    slots = _read_slots.get(loop)
+    if slots is None:
+        slots = _read_slots[loop] = asyncio.Semaphore(READ_THREADS)
+    cancel = threading.Event()
+    acct = context.current()
+    left = None if acct is None else acct.remaining()
+    try:
+        async with asyncio.timeout(None if left is None else max(left, 0.0)), slots:
+            return await asyncio.to_thread(read_reply, body, max_bytes, cancel, on_worker=True)
+    except (TimeoutError, Cancelled):
+        raise deadline_exceeded("/graphql", None) from None
+    finally:
+        cancel.set()  # a thread still reading (deadline passed, caller gone) stops at its next check
+
+
+def _errors(raw: list[Any] | None) -> list[upstream_models.GraphQLErrorItem] | None:
+    """NEON's errors in the shape the client gives every GraphQL error (mapping.graphql_errors)."""
+    if not raw:
+        return None
+    try:
+        return [upstream_models.GraphQLErrorItem.model_validate(e) for e in raw]
+    except ValidationError as exc:
+        raise mapping.unexpected_body("/graphql", exc) from None
+
+
+def _dumped(errors: list[upstream_models.GraphQLErrorItem] | None) -> list[dict[str, Any]] | None:
+    return [e.model_dump(by_alias=True, mode="json", exclude_none=True) for e in errors] if errors else None
+
+
+def _data(data: Any) -> dict[str, Any]:
+    if isinstance(data, dict):
+        return data
+    if data is None:
+        raise EcoError("upstream_error", "/graphql: reply has neither data nor errors",
+                       details={"endpoint": "/graphql", "reason": "unexpected_body"})
+    raise EcoError("upstream_error", "/graphql: unexpected upstream reply (data is not an object)",
+                   details={"endpoint": "/graphql", "reason": "unexpected_body"})

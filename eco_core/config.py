@@ -212,6 +212,19 @@ class Limits(_Section):
     graphql_max_depth: int = Field(8, ge=1, le=64, description="Deepest GraphQL selection.")
     graphql_max_response_bytes: int = Field(50000, ge=1000, le=50_000_000, description="Default GraphQL response budget.")
     graphql_hard_max_response_bytes: int = Field(200000, ge=1000, le=50_000_000, description="Caller's maximum GraphQL budget.")
+    graphql_max_aliases: int = Field(30, ge=0, le=10000, description=(
+        "Most aliased fields in one GraphQL query, counted with fragments expanded (each alias runs its "
+        "field again upstream); more is query_too_large before sending."))
+    graphql_max_estimated_nodes: int = Field(100000, ge=100, le=100_000_000, description=(
+        "Most values a GraphQL query may ask for, estimated before sending: each field counts 1, each list "
+        "multiplies what it holds by its likely length (products 200, sites 81, filters by the codes they "
+        "name, nested lists graphql_list_estimate); more is query_too_large."))
+    graphql_list_estimate: int = Field(20, ge=1, le=10000, description=(
+        "Likely length of a nested GraphQL list (siteCodes, availableMonths, ...) in that estimate; a list "
+        "nested in a list of the same name (a location hierarchy walked down) counts 2."))
+    graphql_reply_read_factor: int = Field(40, ge=1, le=1000, description=(
+        "Largest upstream GraphQL reply read, as a multiple of graphql_hard_max_response_bytes (8 MB at the "
+        "defaults); reading a longer reply stops there and the call is query_too_large."))
     max_document_bytes: int = Field(26214400, ge=1024, le=1 << 31, description="Largest document for text extraction.")
     tools_list_max_bytes: int = Field(135000, ge=1000, le=10_000_000, description="Bound on the serialized tools/list.")
 

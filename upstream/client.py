@@ -37,7 +37,7 @@ from upstream import context, mapping, redis_link
 from upstream import models as m
 from upstream.breaker import GraphQLBreaker
 from upstream.cache import UpstreamCache
-from upstream.http import Call, RequestKind, UpstreamHttp
+from upstream.http import Call, RequestKind, UpstreamHttp, deadline_exceeded
 from upstream.ratelimit import Buckets, LocalBuckets, RedisBuckets, budget_for
 
 M = TypeVar("M", bound=BaseModel)
@@ -479,6 +479,39 @@ class UpstreamClient:
             self.breaker.record_success()
         return result
 
+    async def graphql_body(self, query: str, variables: dict[str, Any] | None = None, *,
+                           operation_name: str | None = None, max_bytes: int) -> bytearray:
+        """A caller's own query (eco_graphql): the reply's body as sent, unparsed, read only up to
+        `max_bytes`: a longer reply (by its content-length, or once that much has arrived) is
+        query_too_large and the rest is never read. No token, no cache, no breaker; reading the
+        body shares the call's deadline with the request."""
+        body: dict[str, Any] = {"query": query}
+        if variables:
+            body["variables"] = variables
+        if operation_name:
+            body["operationName"] = operation_name
+        call = Call("POST", self.cfg.eco.graphql_url, "/graphql", kind="detail", json=body, send_token=False)
+        resp = await self.http.request(call, token=None, stream=True)
+        out = bytearray()
+        try:
+            declared = resp.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > max_bytes:
+                raise _reply_too_large(int(declared), max_bytes)
+            acct = context.current()
+            left = None if acct is None else acct.remaining()
+            async with asyncio.timeout(None if left is None else max(left, 0.0)):
+                async for chunk in resp.aiter_bytes():
+                    if len(out) + len(chunk) > max_bytes:
+                        raise _reply_too_large(len(out) + len(chunk), max_bytes)
+                    out += chunk
+        except TimeoutError:
+            raise deadline_exceeded(call.endpoint, None, host=mapping.host_of(call.url)) from None
+        except httpx.HTTPError as exc:
+            raise mapping.from_transport(exc, endpoint=call.endpoint) from None
+        finally:
+            await resp.aclose()
+        return out
+
     # ------------------------------------------------------------------ status
     def cache_info(self) -> dict[str, Any]:
         return self.cache.info()
@@ -531,6 +564,11 @@ def _not_json(endpoint: str, headers: httpx.Headers) -> None:
     if ctype == "application/json" or ctype.endswith("+json"):
         raise EcoError("upstream_error", f"{endpoint}: unexpected upstream reply (JSON instead of the document)",
                        details={"endpoint": endpoint, "reason": "unexpected_body"})
+
+
+def _reply_too_large(size: int, max_bytes: int) -> EcoError:
+    return EcoError("query_too_large", f"/graphql: the reply is larger than {max_bytes} bytes; reading stopped "
+                    f"at {size}", details={"endpoint": "/graphql", "replyBytesAtLeast": size, "maxReplyBytes": max_bytes})
 
 
 def _too_large(spec_number: str, size: int, max_bytes: int) -> EcoError:

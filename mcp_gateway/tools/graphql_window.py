@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from catalog.graphql_window import GraphQLAnswer, check_query, describe_type, run_query
+from catalog.graphql_window import GraphQLAnswer, QueryBounds, check_query, describe_type, run_query
 from eco_core.errors import EcoError
 from eco_core.wire import Envelope, NextStep, Source, ToolInput
 from families.call import CallContext
@@ -19,7 +19,8 @@ NAME_PATTERN = r"^[_A-Za-z][_0-9A-Za-z]*$"
 
 class GraphQLInput(ToolInput):
     query: str | None = Field(None, max_length=1_000_000, description=(
-        "Read-only GraphQL query (at most limits.graphql_max_query_chars characters, depth limits.graphql_max_depth)."))
+        "Read-only GraphQL query (at most limits.graphql_max_query_chars characters, depth limits.graphql_max_depth, "
+        "limits.graphql_max_aliases aliases, and an estimated limits.graphql_max_estimated_nodes values in its answer)."))
     introspect_type: str | None = Field(None, pattern=NAME_PATTERN, max_length=200,
                                         description="Describe one type instead of querying (e.g. Site).")
     variables: dict[str, Any] | None = None
@@ -58,16 +59,23 @@ async def graphql_tool(args: GraphQLInput, call: CallContext) -> GraphQLOutput:
         raise EcoError("invalid_argument", "give exactly one of query and introspect_type",
                        details={"field": "query", "conflicting": ["query", "introspect_type"]})
     max_bytes = _budget(args, call)
+    limits = call.cfg.limits
+    # The reply read is bounded by the server's largest budget, whatever this caller asked for.
+    max_reply_bytes = limits.graphql_reply_read_factor * limits.graphql_hard_max_response_bytes
     client = ports.upstream_client()
     a: GraphQLAnswer
     if args.introspect_type is not None:
-        a = await describe_type(client, args.introspect_type, max_bytes=max_bytes)
+        a = await describe_type(client, args.introspect_type, max_bytes=max_bytes, max_reply_bytes=max_reply_bytes)
     else:
         assert args.query is not None
         checked = check_query(args.query, operation_name=args.operation_name,
-                              max_chars=call.cfg.limits.graphql_max_query_chars,
-                              max_depth=call.cfg.limits.graphql_max_depth)
-        a = await run_query(client, checked, variables=args.variables, max_bytes=max_bytes)
+                              max_chars=limits.graphql_max_query_chars, max_depth=limits.graphql_max_depth,
+                              bounds=QueryBounds(max_aliases=limits.graphql_max_aliases,
+                                                 max_nodes=limits.graphql_max_estimated_nodes,
+                                                 list_estimate=limits.graphql_list_estimate),
+                              variables=args.variables)
+        a = await run_query(client, checked, variables=args.variables, max_bytes=max_bytes,
+                            max_reply_bytes=max_reply_bytes)
     notes = list(a.notes)
     steps: list[NextStep] = []
     if a.truncated:
@@ -94,7 +102,9 @@ TOOLS = [
             "plus one __type or __schema. Queries only; the query is checked against the schema "
             "(eco://reference/graphql-schema) before sending, unknown fields are refused with didYouMean. "
             "introspect_type describes one type instead. Never cached, no token sent. Large lists are cut "
-            "to max_bytes (see truncatedPaths)."
+            "to max_bytes (see truncatedPaths). A query asking for too much (many aliases, whole catalogs with "
+            "nested lists) is query_too_large before sending: name the records (filterProducts, filterSites) "
+            "or select less."
         ),
         surface="discovery",
         input_model=GraphQLInput,

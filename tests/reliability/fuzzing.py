@@ -12,7 +12,8 @@ Each case is then one of these kinds:
 - `valid`: as drawn.
 - `camel_case`: one snake_case key spelled in camelCase (the spec accepts both).
 - `hostile`: one string (or one array item) replaced by a hostile string: huge (100 KB),
-  RTL/emoji/combining unicode, NUL, path traversal, SQL, shell, CRLF, format strings. Lone
+  RTL/emoji/combining unicode, NUL, path traversal, SQL, shell, CRLF, format strings, GraphQL
+  asking for too much (with the code it must get, EXPECTED_CODES). Lone
   surrogates are left out: the SDK client cannot encode them (UTF-8 JSON), so no MCP client can
   send them either ("\\ud800" as text is in).
 - `wrong_type`, `out_of_range`, `unknown_key`, `missing_required`: one property made invalid.
@@ -51,6 +52,18 @@ KIND_WEIGHTS = {"valid": 8, "camel_case": 2, "hostile": 4, "wrong_type": 2, "out
                 "unknown_key": 1, "missing_required": 1}
 
 HUGE = 100_000
+# GraphQL that asks for too much, small as text: 400 aliased copies of the product list through a
+# fragment (7.5 KB), and whole-catalog lists nested three deep. eco_graphql must refuse both as
+# query_too_large before sending (EXPECTED_CODES; they once stalled the whole server).
+GRAPHQL_ALIASES = "{" + "".join(f"a{i}:products{{...F}}" for i in range(400)) + "}fragment F on DataProduct{productCode productName}"
+GRAPHQL_HUGE_ESTIMATE = "{sites{dataProducts{availableMonths availableDataUrls availableReleases{availableMonths}}}}"
+# (tool, property, hostile value) -> the only right answer, and the inputs that must be absent for
+# it to be (they bring rules of their own: introspect_type excludes query, operation_name must
+# name an operation of it).
+EXPECTED_CODES: dict[tuple[str, str, str], tuple[str, tuple[str, ...]]] = {
+    ("eco_graphql", "query", GRAPHQL_ALIASES): ("query_too_large", ("introspect_type", "operation_name")),
+    ("eco_graphql", "query", GRAPHQL_HUGE_ESTIMATE): ("query_too_large", ("introspect_type", "operation_name")),
+}
 HOSTILE_STRINGS: tuple[str, ...] = (
     "A" * HUGE,
     "\u00e9\u0301" * (HUGE // 4),  # combining accents, 100 KB of UTF-8
@@ -66,6 +79,7 @@ HOSTILE_STRINGS: tuple[str, ...] = (
     "%s%s%s%n", "%x%x%x", "{0}{1}", "{__class__.__mro__}", "%(x)s", "${jndi:ldap://x/a}", "{{7*7}}",
     "<script>alert(1)</script>", "]]>", "\\", "\"", "'", "", " ", "null", "None", "NaN", "-1", "0" * 40,
     "DP1.00041.001' OR '1'='1", "RELEASE-2023\r\n", "latest\x00", "REALM/../../..",
+    GRAPHQL_ALIASES, GRAPHQL_HUGE_ESTIMATE,
 )
 # Keys no tool can accept, including hostile ones: an unknown key is always `invalid_argument`.
 UNKNOWN_KEYS: tuple[str, ...] = (
@@ -83,6 +97,15 @@ JSON_OF_TYPE: dict[str, tuple[Any, ...]] = {
 }
 PATTERN_MISSES: tuple[str, ...] = ("2023-13", "2023-1", "23-01", "D21", "d00", "ABC", "A1", "x", "2023-00",
                                   "12345678-1234-1234-1234-12345678901g", "HARV1", "1abc", "a b", "-")
+
+
+def expected_code(tool: str, arguments: Mapping[str, Any]) -> str | None:
+    """The one error code EXPECTED_CODES allows for these arguments, if any."""
+    for (name, prop, value), (code, absent) in EXPECTED_CODES.items():
+        if name == tool and arguments.get(prop, arguments.get(camel(prop))) == value and all(
+                arguments.get(a, arguments.get(camel(a))) is None for a in absent):
+            return code
+    return None
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import Any
 
 import jsonschema
 
-from tests.reliability.fuzzing import Case
+from tests.reliability.fuzzing import Case, expected_code
 from tests.reliability.spec_rules import allowed_invalid_fields, spec_alternative
 
 # The spec's "Errors" table (observatory-mcp-spec.md), copied rather than imported from the
@@ -79,6 +79,12 @@ def judge_result(case: Case, tool: Any, result: Any, *, output_checked: bool = F
 
 def _judge(case: Case, tool: Any, result: Any, body: Any, output_checked: bool) -> Verdict:
     answer = ""
+    expected = expected_code(case.tool, case.arguments) if case.valid else None
+    if expected is not None:
+        err = (body or {}).get("error") if result.is_error and isinstance(body, Mapping) else None
+        code = err.get("code") if isinstance(err, Mapping) else "success"
+        return Verdict(str(code), None if code == expected else f"{case.kind} {case.field!r} must be {expected}, "
+                       f"not {code}", answer)
     if not result.is_error:
         if not case.valid:
             return Verdict("success", f"schema-invalid arguments ({case.kind} {case.field!r}) were accepted", answer)

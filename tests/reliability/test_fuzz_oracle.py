@@ -7,7 +7,14 @@ from __future__ import annotations
 import mcp_types as types
 import pytest
 
-from tests.reliability.fuzzing import HOSTILE_STRINGS, camel, cases, invalid_fields
+from tests.reliability.fuzzing import (
+    GRAPHQL_ALIASES,
+    GRAPHQL_HUGE_ESTIMATE,
+    HOSTILE_STRINGS,
+    camel,
+    cases,
+    invalid_fields,
+)
 from tests.reliability.oracle import allowed_invalid_fields, judge_result
 
 SCHEMA = {"type": "object", "required": ["product"], "properties": {
@@ -95,3 +102,25 @@ def test_a_month_in_other_digits_is_invalid_as_json_schema_reads_the_pattern():
     assert invalid_fields({"product": "x", "start_month": "\u0968\u0966\u0968\u0969-01"}, SCHEMA) == ("start_month",)
     assert invalid_fields({"product": "x", "startMonth": "2023-01"}, SCHEMA) == ()
     assert camel("start_month") == "startMonth" and camel("class_") == "class_"
+
+
+class GraphQLTool:
+    name = "eco_graphql"
+    input_schema = {"type": "object", "properties": {"query": {"type": ["string", "null"], "maxLength": 1_000_000},
+                                                     "operation_name": {"type": ["string", "null"]}}}
+    output_schema = OUTPUT
+
+
+@pytest.mark.parametrize("query", [GRAPHQL_ALIASES, GRAPHQL_HUGE_ESTIMATE])
+def test_graphql_that_asks_for_too_much_must_be_query_too_large(query):
+    from tests.reliability.fuzzing import Case
+
+    case = Case("eco_graphql", "hostile", {"query": query}, "query", ())
+    for wrong in (_ok({"items": []}), _error("upstream_unavailable", "deadline"), _error("invalid_argument", "query")):
+        verdict = judge_result(case, GraphQLTool, wrong)
+        assert verdict.problem is not None and "must be query_too_large" in verdict.problem, verdict
+    assert judge_result(case, GraphQLTool, _error("query_too_large", "query: too many aliases")).problem is None
+    # With an operation_name its own rule may answer first: no single code is expected then.
+    named = Case("eco_graphql", "hostile", {"query": query, "operation_name": "X"}, "query", ())
+    assert judge_result(named, GraphQLTool, _error("invalid_argument", "operation_name: X",
+                                                   field="operation_name")).problem is None
