@@ -178,8 +178,8 @@ def main() -> None:
     opts = parser.parse_args()
     sim = harness.start_simulator("eco-bench-graphql-")
     cfg = harness.sim_config(sim)
-    from catalog.graphql_reply import read_reply
-    from catalog.graphql_window import QueryBounds, check_query, window_schema
+    from upstream.graphql_reply import read_reply
+    from upstream.graphql_window import QueryBounds, check_query, window_schema
 
     window_schema()  # parsed once per process; not part of a call
     lim = cfg.limits

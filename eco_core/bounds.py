@@ -51,19 +51,28 @@ def _measure(value: Any, keyword: str) -> int | None:
     return len(value) if isinstance(value, (list, tuple, str)) else None
 
 
-def check_bounds(args: BaseModel, cfg: Any) -> None:
-    """Refuse a value above its configured bound, naming the field and the setting."""
+def check_bounds(args: BaseModel, cfg: Any) -> BaseModel:
+    """`args` within their configured bounds: a value the caller sent above its bound is refused,
+    naming the field and the setting; a default above it (a server configured below the
+    declared default) is lowered to it."""
+    lowered: dict[str, Any] = {}
     for name, bound in configured_bounds(type(args)):
-        size = _measure(getattr(args, name), bound.keyword)
+        value = getattr(args, name)
+        size = _measure(value, bound.keyword)
         limit = setting_value(cfg, bound.setting)
-        if size is not None and size > limit:
-            what = {"maxItems": "items", "maxLength": "characters", "maximum": ""}[bound.keyword]
-            shown = f"{size} {what}".strip()
-            raise EcoError(
-                "invalid_argument",
-                f"argument '{name}': {shown}, at most {limit} on this server ({bound.setting})",
-                details={"field": name, "maximum": limit, "setting": bound.setting},
-            )
+        if size is None or size <= limit:
+            continue
+        if name not in args.model_fields_set and bound.keyword == "maximum":
+            lowered[name] = limit
+            continue
+        what = {"maxItems": "items", "maxLength": "characters", "maximum": ""}[bound.keyword]
+        shown = f"{size} {what}".strip()
+        raise EcoError(
+            "invalid_argument",
+            f"argument '{name}': {shown}, at most {limit} on this server ({bound.setting})",
+            details={"field": name, "maximum": limit, "setting": bound.setting},
+        )
+    return args.model_copy(update=lowered) if lowered else args
 
 
 def apply_to_schema(schema: dict[str, Any], model: type[BaseModel], cfg: Any) -> dict[str, Any]:

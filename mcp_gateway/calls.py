@@ -347,8 +347,7 @@ def _capped(args: Any, cfg: EcoConfig) -> Any:
     kept = _caps.get(args, cfg)
     if kept is not None:
         return kept
-    check_bounds(args, cfg)
-    capped = cap_page_sizes(args, cfg.limits.max_limit, default_limit=cfg.limits.default_limit)
+    capped = cap_page_sizes(check_bounds(args, cfg), cfg.limits.max_limit, default_limit=cfg.limits.default_limit)
     _caps.put(args, cfg, value=capped)
     return capped
 

@@ -295,7 +295,7 @@ async def graphql_schema(scope: ReadScope) -> str:
     schema it validates queries against."""
     from graphql import GraphQLInputObjectType, GraphQLObjectType, get_named_type
 
-    from catalog.graphql_window import window_schema
+    from upstream.graphql_window import window_schema
 
     ws = window_schema()
     query_type = ws.schema.query_type

@@ -40,6 +40,7 @@ NOT_CACHES = {
     "catalog.services.warm._subtrees": "the background subtree walk in flight",
     "catalog.services.warm._first_use": "the first-use build lock per event loop",
     "catalog.services.run_lock._local": "in-process run locks",
+    "upstream.graphql_window._read_slots": "one large-reply reader at a time per event loop",
     "mcp_gateway.ports._get_client": "a function imported on first use",
     "mcp_gateway.calls._metrics": "a module imported on first use",
     "mcp_gateway.calls._database_warned_at": "when the last database-outage warning was logged",
@@ -54,8 +55,7 @@ NOT_CACHES = {
 PURE_FUNCTION_CACHES = {
     "upstream.http._ssl_context": "the CA bundle, loaded once",
     "upstream.redis_link.redis_errors": "the exception classes of the redis package",
-    "catalog.graphql_window.window_schema": "the GraphQL schema file shipped with the code",
-    "families.graphql.window_schema": "the GraphQL schema file shipped with the code",
+    "upstream.graphql_window.window_schema": "the GraphQL schema file shipped with the code",
     "catalog.availability._month": "month number to YYYY-MM text",
 }
 CACHE_DECORATORS = {"cache", "lru_cache"}

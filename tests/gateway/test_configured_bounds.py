@@ -63,3 +63,25 @@ async def test_a_value_over_the_configured_bound_is_refused_naming_field_and_set
     assert not accepted.is_error and accepted.structured_content["count"] == 3 and reads == [3]
     wider = CallContext(cfg=_cfg(10), transport="stdio", protocol_version="2026-07-28")
     assert not (await execute(SPEC, {"site_codes": ["A", "B", "C", "D"]}, wider, token=None)).is_error
+
+
+class BudgetInput(ToolInput):
+    budget: Annotated[int, Configured("limits.graphql_hard_max_response_bytes", "maximum")] = Field(50000, ge=1000)
+
+
+class BudgetOutput(Envelope):
+    budget: int
+
+
+async def echo_budget(args: BudgetInput, call: CallContext) -> BudgetOutput:
+    return BudgetOutput(budget=args.budget)
+
+
+async def test_a_default_above_a_lower_configured_bound_is_lowered_and_a_sent_value_refused():
+    spec = ToolSpec(name="eco_budget", title="Budget", description="Test tool.", surface="test",
+                    input_model=BudgetInput, output_model=BudgetOutput, read=echo_budget)
+    cfg = load_config(flags={"limits.graphql_hard_max_response_bytes": 2000}, env={}, warn=False)
+    call = CallContext(cfg=cfg, transport="stdio", protocol_version="2026-07-28")
+    assert (await execute(spec, {}, call, token=None)).structured_content["budget"] == 2000
+    refused = await execute(spec, {"budget": 3000}, call, token=None)
+    assert refused.is_error and refused.structured_content["error"]["details"]["field"] == "budget"

@@ -186,7 +186,7 @@ async def test_an_unknown_uri_or_code_is_invalid_params_not_found_with_suggestio
 async def test_the_graphql_schema_reference_lists_exactly_the_root_fields_eco_graphql_allows(http_server, http_cfg):
     if default_registry().get("eco_graphql") is None:
         pytest.skip("eco_graphql is not registered, so its schema reference is not listed")
-    from catalog.graphql_window import window_schema
+    from upstream.graphql_window import window_schema
 
     with http_server(http_cfg) as srv:
         async with Client(srv.url, mode="2026-07-28") as client:

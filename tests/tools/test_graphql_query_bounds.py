@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_gateway.context import CallContext
 
-from catalog.graphql_window import QueryBounds, check_query
 from eco_core import config as eco_config
+from families.call import CallContext
 from mcp_gateway.calls import execute
 from mcp_gateway.registry import default_registry
 from tests.reliability.fuzzing import GRAPHQL_ALIASES, GRAPHQL_HUGE_ESTIMATE
 from tests.tools.conftest import Outcome, error_of, sim_config
+from upstream.graphql_window import QueryBounds, check_query
 
 PRODUCTS_WITH_MONTHS = ("{ products { productCode productName productDescription keywords "
                         "siteCodes { siteCode availableMonths } } }")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from catalog.graphql_window import shorten
+from upstream.graphql_window import shorten
 
 
 class Counted(dict):
@@ -73,7 +73,7 @@ def _random_reply(rng: random.Random, depth: int = 0) -> Any:
 
 @pytest.mark.parametrize("seed", range(40))
 def test_reading_a_reply_in_steps_gives_what_parsing_it_whole_and_cutting_gives(seed):
-    from catalog.graphql_reply import read_reply
+    from upstream.graphql_reply import read_reply
 
     rng = random.Random(seed)
     data = {"a": _random_reply(rng), "b": _random_reply(rng)}

@@ -11,7 +11,6 @@ from pathlib import Path
 import jsonschema
 from mcp import Client
 
-from catalog.graphql_window import SCHEMA_FILE, shorten, window_schema
 from eco_core import config as eco_config
 from families.call import CallContext
 from mcp_gateway.calls import execute
@@ -20,6 +19,7 @@ from tests.gateway.checks import assert_valid_tool_result
 from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
 from tests.tools.conftest import error_of, sim_config
 from upstream.client import get_client
+from upstream.graphql_window import SCHEMA_FILE, shorten, window_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "fixtures" / "upstream_samples" / "graphql"
@@ -312,7 +312,7 @@ async def test_a_type_neither_schema_knows_is_not_found_with_did_you_mean(run_to
 def test_the_window_validates_against_the_schema_the_simulator_serves_and_it_is_packaged():
     assert SCHEMA_FILE.read_text() == (ROOT / "upstream_sim" / "reference" / "schema_reconstructed.graphql").read_text()
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    assert SCHEMA_FILE.name in data["catalog"]
+    assert SCHEMA_FILE.name in data["upstream"]
     assert window_schema().root_fields == (
         "products", "product", "demoProduct", "filterProducts", "sites", "site", "filterSites", "location",
         "locationHierarchy", "findLocations", "prototypeDatasets", "prototypeDataset")

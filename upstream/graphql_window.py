@@ -2,7 +2,7 @@
 parsed document before any request, validated against the NEON schema the service keeps
 (`neon_schema.graphql`, the reconstructed SDL), sent without a token, never cached, outside the
 catalog's breaker, its reply read within a bound and shortened to the caller's byte budget
-(catalog.graphql_reply).
+(upstream.graphql_reply).
 
     window_schema() -> WindowSchema(root_fields, schema)      the allowed root fields and the
         parsed schema the window validates against (eco://reference/graphql-schema reads it)
@@ -14,7 +14,7 @@ catalog's breaker, its reply read within a bound and shortened to the caller's b
 Policy refusals (mutations, a root field outside the list, a second introspection field, size,
 depth, fragment cycles, operation choice) are `invalid_argument` naming what was wrong. A query
 asking for too much (more aliases than QueryBounds allows, or more values by the estimate of
-catalog.graphql_fields.CostEstimate), or whose reply is longer than the read bound, is
+upstream.graphql_fields.CostEstimate), or whose reply is longer than the read bound, is
 `query_too_large` with the numbers and what to ask instead. Schema refusals are `graphql_error`
 worded as NEON words them (graphql-java's
 `Validation error (FieldUndefined@[a/b]) : Field 'b' in type 'T' is undefined`), so an agent
@@ -32,13 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-# graphql-core is imported where it is used, not here: every tools/list imports this module
-# (eco_graphql's tool declares its types from it), and importing graphql-core was the largest
-# avoidable part of stdio start-up (~0.2 s of ~1.7 s of imports, -X importtime).
-from catalog.graphql_reply import BadReply, Cancelled, Reply, read_reply, shorten
 from eco_core.errors import EcoError
 from upstream import context, mapping
 from upstream import models as upstream_models
+
+# graphql-core is imported where it is used, not here: every tools/list imports this module
+# (eco_graphql's tool declares its types from it), and importing graphql-core was the largest
+# avoidable part of stdio start-up (~0.2 s of ~1.7 s of imports, -X importtime).
+from upstream.graphql_reply import BadReply, Cancelled, Reply, read_reply, shorten
 from upstream.http import deadline_exceeded
 
 if TYPE_CHECKING:
@@ -237,7 +238,7 @@ def _check_cost(op: OperationDefinitionNode, fragments: dict[str, FragmentDefini
                 bounds: QueryBounds, variables: dict[str, Any] | None) -> None:
     """Refuse a query that asks for too much before graphql-core validates it: validating
     hundreds of aliased copies of a field is itself slow (overlapping fields are compared pairwise)."""
-    from catalog.graphql_fields import CostEstimate
+    from upstream.graphql_fields import CostEstimate
 
     cost = CostEstimate(ws.schema, fragments, list_estimate=bounds.list_estimate, variables=variables).cost(op)
     if cost.aliases > bounds.max_aliases:
@@ -323,7 +324,7 @@ def check_query(query: str, *, operation_name: str | None, max_chars: int, max_d
 def _validate(doc: Any, ws: WindowSchema) -> None:
     from graphql import TypeInfo, TypeInfoVisitor, validate, visit
 
-    from catalog.graphql_fields import UndefinedFields
+    from upstream.graphql_fields import UndefinedFields
 
     ti = TypeInfo(ws.schema)
     finder = UndefinedFields(ti)

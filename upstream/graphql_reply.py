@@ -46,7 +46,7 @@ WALK_DEPTH = 6
 DROPPED_WALK_DEPTH = 4
 # On a worker thread, every SLICE_S of work pauses PAUSE_S (checked every CHECK_EVERY steps, where
 # cancellation is checked too). A thread busy in Python code gives up the interpreter lock only
-# when another asks for it, after the switch interval (5 ms): an event loop waiting on it loses
+# when another asks for it, after the interpreter's switch interval: an event loop waiting on it loses
 # that much at each of its iterations, and a request takes dozens. Pausing hands it over at once.
 SLICE_S = 0.001
 PAUSE_S = 0.0005

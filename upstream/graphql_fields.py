@@ -1,4 +1,4 @@
-"""What eco_graphql (catalog.graphql_window) works out on a parsed query with graphql-core: unknown
+"""What eco_graphql (upstream.graphql_window) works out on a parsed query with graphql-core: unknown
 fields with their path, in NEON's wording (the local validation visitor), and what the query asks
 for (aliases and an estimate of the values in its answer). A module of its own so graphql-core is
 imported only when a query is checked, not when the tools are listed."""

@@ -1,18 +1,18 @@
-"""eco_graphql: a read-only window on NEON's GraphQL for questions no other tool anticipated,
-with the guard rails checked on the parsed query before any request (catalog.graphql_window)."""
+"""The GraphQL family: eco_graphql, a read-only window on NEON's GraphQL for questions no other
+tool anticipated, with the guard rails checked on the parsed query before any request
+(upstream.graphql_window) and the reply cut to the caller's budget."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
-from catalog.graphql_window import GraphQLAnswer, QueryBounds, check_query, describe_type, run_query
+from eco_core.bounds import Configured
 from eco_core.errors import EcoError
 from eco_core.wire import Envelope, NextStep, Source, ToolInput
 from families.call import CallContext
-from mcp_gateway import ports
-from mcp_gateway.registry import ToolSpec
+from upstream.graphql_window import GraphQLAnswer, QueryBounds, check_query, describe_type, run_query
 
 NAME_PATTERN = r"^[_A-Za-z][_0-9A-Za-z]*$"
 
@@ -26,7 +26,8 @@ class GraphQLInput(ToolInput):
     variables: dict[str, Any] | None = None
     operation_name: str | None = Field(None, pattern=NAME_PATTERN, max_length=200,
                                        description="Which operation to run when the query holds several.")
-    max_bytes: int = Field(50000, ge=1000, le=200000, description="Response budget; largest lists are cut to fit.")
+    max_bytes: Annotated[int, Configured("limits.graphql_hard_max_response_bytes", "maximum")] = Field(
+        50000, ge=1000, description="Response budget; largest lists are cut to fit.")
 
 
 class GraphQLOutput(Envelope):
@@ -45,16 +46,13 @@ ENVELOPE_RESERVE = 4000
 
 def _budget(args: GraphQLInput, call: CallContext) -> int:
     limits = call.cfg.limits
+    # The configured maximum was checked at the boundary (eco_core.bounds).
     wanted = args.max_bytes if "max_bytes" in args.model_fields_set else limits.graphql_max_response_bytes
-    if "max_bytes" in args.model_fields_set and wanted > limits.graphql_hard_max_response_bytes:
-        raise EcoError("invalid_argument", f"max_bytes {wanted} is above this server's limit of "
-                       f"{limits.graphql_hard_max_response_bytes} (limits.graphql_hard_max_response_bytes)",
-                       details={"field": "max_bytes", "limit": limits.graphql_hard_max_response_bytes})
     return max(1000, min(wanted, limits.graphql_hard_max_response_bytes,
                          limits.hard_max_result_bytes - ENVELOPE_RESERVE))
 
 
-async def graphql_tool(args: GraphQLInput, call: CallContext) -> GraphQLOutput:
+async def graphql(args: GraphQLInput, call: CallContext) -> GraphQLOutput:
     if (args.query is None) == (args.introspect_type is None):
         raise EcoError("invalid_argument", "give exactly one of query and introspect_type",
                        details={"field": "query", "conflicting": ["query", "introspect_type"]})
@@ -62,7 +60,7 @@ async def graphql_tool(args: GraphQLInput, call: CallContext) -> GraphQLOutput:
     limits = call.cfg.limits
     # The reply read is bounded by the server's largest budget, whatever this caller asked for.
     max_reply_bytes = limits.graphql_reply_read_factor * limits.graphql_hard_max_response_bytes
-    client = ports.upstream_client()
+    client = call.client
     a: GraphQLAnswer
     if args.introspect_type is not None:
         a = await describe_type(client, args.introspect_type, max_bytes=max_bytes, max_reply_bytes=max_reply_bytes)
@@ -89,29 +87,3 @@ async def graphql_tool(args: GraphQLInput, call: CallContext) -> GraphQLOutput:
         source=Source(origin="upstream" if a.from_upstream else "local",
                       endpoints=["POST /graphql"] if a.from_upstream else []),
     )
-
-
-TOOLS = [
-    ToolSpec(
-        name="eco_graphql",
-        title="GraphQL query (read-only)",
-        description=(
-            "Run one read-only query against NEON's GraphQL when no other tool fits, e.g. products and "
-            "sites joined in one request. Root fields: products, product, demoProduct, filterProducts, sites, "
-            "site, filterSites, location, locationHierarchy, findLocations, prototypeDatasets, prototypeDataset, "
-            "plus one __type or __schema. Queries only; the query is checked against the schema "
-            "(eco://reference/graphql-schema) before sending, unknown fields are refused with didYouMean. "
-            "introspect_type describes one type instead. Never cached, no token sent. Large lists are cut "
-            "to max_bytes (see truncatedPaths). A query asking for too much (many aliases, whole catalogs with "
-            "nested lists) is query_too_large before sending: name the records (filterProducts, filterSites) "
-            "or select less."
-        ),
-        surface="discovery",
-        input_model=GraphQLInput,
-        output_model=GraphQLOutput,
-        read=graphql_tool,
-        endpoints=("POST /graphql",),
-        page_lists={},
-        fits_own_budget=True,
-    ),
-]
