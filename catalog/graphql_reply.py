@@ -50,9 +50,9 @@ DROPPED_WALK_DEPTH = 4
 # cancellation is checked too). A thread busy in Python code gives up the interpreter lock only
 # when another asks for it, after the switch interval (5 ms): an event loop waiting on it loses
 # that much at each of its iterations, and a request takes dozens. Pausing hands it over at once.
-SLICE_S = 0.001
-PAUSE_S = 0.001
-CHECK_EVERY = 16
+SLICE_S = 0.0005
+PAUSE_S = 0.0005
+CHECK_EVERY = 4
 # Compact JSON's "{"data":,"errors":}" around the two values.
 ENVELOPE_BYTES = len('{"data":,"errors":}')
 
