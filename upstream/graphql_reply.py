@@ -9,7 +9,9 @@ values are read. `read_reply` walks the reply's outer levels itself and hands ea
 json's C scanner, so no single step holds the interpreter lock for the whole reply (json.loads of
 a few MB would stall every other thread, the event loop's included, for its whole duration); and
 it drops, while reading, the items of a list that no cut could keep (those past the budget), so a
-reply of many MB leaves little more than its text and what the budget keeps in memory.
+reply of many MB leaves little more than its text and what the budget keeps in memory. A dropped
+item counts the bytes it was sent in: NEON sends compact JSON, so the same size without encoding
+it again (an upstream that indents would make bytes_total a little larger than compact).
 
 The cut: lists are cut from their end, largest first, until {data, errors} fits. A list keeps its
 first item while any other list can still give, so the answer keeps its shape (one product with
@@ -41,16 +43,16 @@ _CONTAINERS = itertools.repeat((dict, list))  # any(map(isinstance, xs, _CONTAIN
 # Containers this deep (0: the reply object, 1: data, 2: a root field's value, 3: its items, ...)
 # are read by the C scanner in one go; shallower ones item by item. At 6, a product's siteCodes
 # items are walked and each availableMonths list is one scan. An item dropped past the budget is
-# needed only for its size: scanned from depth 4 (a whole siteCodes list of one product at once).
+# needed only for its end: scanned from depth 4 (a whole siteCodes list of one product at once).
 WALK_DEPTH = 6
 DROPPED_WALK_DEPTH = 4
 # On a worker thread, every SLICE_S of work pauses PAUSE_S (checked every CHECK_EVERY steps, where
 # cancellation is checked too). A thread busy in Python code gives up the interpreter lock only
 # when another asks for it, after the interpreter's switch interval: an event loop waiting on it loses
 # that much at each of its iterations, and a request takes dozens. Pausing hands it over at once.
-SLICE_S = 0.001
+SLICE_S = 0.0005
 PAUSE_S = 0.0005
-CHECK_EVERY = 16
+CHECK_EVERY = 4
 # Compact JSON's "{"data":,"errors":}" around the two values.
 ENVELOPE_BYTES = len('{"data":,"errors":}')
 
@@ -147,6 +149,12 @@ class _Reader:
         # its id from being reused by a later one.
         self.sent_len: dict[int, tuple[list[Any], int]] = {}
         self.key_sizes: dict[str, int] = {}
+        self.ascii = text.isascii()
+
+    def sent_size(self, i: int, end: int) -> int:
+        """The bytes text[i:end] took as sent: what compact JSON takes for NEON's replies (no
+        whitespace between tokens, non-ASCII as UTF-8), at most a little more otherwise."""
+        return end - i if self.ascii else len(self.text[i:end].encode())
 
     def value(self, i: int, depth: int, keep: bool, cut: bool) -> tuple[Any, int, int]:
         """(value, compact size, end) of the value starting at text[i]."""
@@ -163,7 +171,7 @@ class _Reader:
             value, end = _scan(text, i)
         except StopIteration:
             raise BadReply(f"no JSON value at character {i}") from None
-        return value, measure(value, self.sizes) if keep else leaf_size(value), end
+        return value, measure(value, self.sizes) if keep else self.sent_size(i, end), end
 
     def obj(self, i: int, depth: int, keep: bool, cut: bool) -> tuple[dict[str, Any], int, int]:
         text, out, key_sizes = self.text, {}, self.key_sizes

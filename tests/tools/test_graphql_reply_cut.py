@@ -78,10 +78,31 @@ def test_reading_a_reply_in_steps_gives_what_parsing_it_whole_and_cutting_gives(
     rng = random.Random(seed)
     data = {"a": _random_reply(rng), "b": _random_reply(rng)}
     errors = [{"message": "partial"}] if seed % 3 == 0 else None
-    text = json.dumps({"data": data, "errors": errors}, indent=1 if seed % 2 else None)
+    # Compact, non-ASCII as UTF-8: as NEON sends its replies.
+    text = json.dumps({"data": data, "errors": errors}, separators=(",", ":"), ensure_ascii=False)
     size = _compact({"data": data, "errors": errors})
     for budget in {60, size // 3, size // 2, size}:
         whole = shorten(json.loads(text)["data"], errors, max(budget, 60))
         reply = read_reply(text.encode(), max(budget, 60))
         assert (reply.data, reply.truncated_paths, reply.bytes_total) == whole
         assert reply.errors == errors
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_an_indented_reply_is_cut_within_the_budget_too(seed):
+    from catalog.graphql_reply import read_reply
+
+    rng = random.Random(seed)
+    data = {"a": _random_reply(rng), "b": _random_reply(rng)}
+    text = json.dumps({"data": data, "errors": None}, indent=2)
+    size = _compact({"data": data, "errors": None})
+    for budget in {60, size // 3, size}:
+        budget = max(budget, 60)
+        reply = read_reply(text.encode(), budget)
+        # Dropped items count the bytes they were sent in, indentation included; what is kept
+        # fits as well as a cut of the parsed reply fits (a reply of dicts only may not fit at all).
+        assert reply.bytes_total >= size
+        exact, _, _ = shorten(json.loads(text)["data"], None, budget)
+        assert _compact({"data": reply.data, "errors": None}) <= max(budget, _compact({"data": exact, "errors": None}))
+        if size <= budget:
+            assert reply.data == data and reply.truncated_paths == [] and reply.bytes_total == size
