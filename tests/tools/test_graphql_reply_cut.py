@@ -90,7 +90,7 @@ def test_reading_a_reply_in_steps_gives_what_parsing_it_whole_and_cutting_gives(
 
 @pytest.mark.parametrize("seed", range(10))
 def test_an_indented_reply_is_cut_within_the_budget_too(seed):
-    from catalog.graphql_reply import read_reply
+    from upstream.graphql_reply import read_reply
 
     rng = random.Random(seed)
     data = {"a": _random_reply(rng), "b": _random_reply(rng)}
