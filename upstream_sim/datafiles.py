@@ -278,6 +278,8 @@ class DataFiles:
             return ()
         team = w.products[code]["_team"]
         data = [t for t in self.product_tables(code) if not t.is_lab]
+        if not data:  # a product of lab tables only: NEON flags site data, not lab summaries
+            return ()
         out = []
         for k in range(r.randint(1, 3)):
             ym = r.choice(months)

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from .tables import DATE, FUNCTIONAL_GROUPS, SRF_FIELDS, TS_MIN, TS_SEC, SensorSpec, SensorVar, Table
+from .tables import DATE, FUNCTIONAL_GROUPS, INSTRUMENTS, SRF_FIELDS, TS_MIN, TS_SEC, SensorSpec, SensorVar, Table
 
 FMT = {TS_SEC: "%Y-%m-%dT%H:%M:%SZ", TS_MIN: "%Y-%m-%dT%H:%MZ", DATE: "%Y-%m-%d"}
 
@@ -414,7 +414,7 @@ def lab_rows(r: random.Random, table: Table, published: datetime) -> list[dict]:
                          "labSpecificEndDate": datetime(b, 12, 31, tzinfo=UTC), "analyte": analyte,
                          "analyteUnits": ANALYTE_UNITS.get(analyte, "percent"),
                          "methodDetectionLimit": r.uniform(0.001, 0.05), "precision": r.uniform(0.01, 0.3),
-                         "accuracy": r.uniform(-0.2, 0.2), "instrument": "Costech ECS 4010 with Thermo Delta V",
+                         "accuracy": r.uniform(-0.2, 0.2), "instrument": INSTRUMENTS.get(table.lab, "Not recorded"),
                          "remarks": ""})
     return rows
 

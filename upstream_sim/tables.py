@@ -316,7 +316,8 @@ def _lab_fields(analytes: tuple[str, ...]) -> tuple[Field, ...]:
               pubFormat=decimals(4)),
         Field("accuracy", "Long-term difference between measured and known values of a reference material",
               "real", "NA", pubFormat=decimals(4)),
-        Field("instrument", "Instrument used for the analysis", "string", pkg="expanded"),
+        # lab files carry no package in their name, so both packages hold the same bytes: no expanded fields
+        Field("instrument", "Instrument used for the analysis", "string"),
         REMARKS,
     )
 
@@ -325,6 +326,8 @@ LAB_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "bgc_CNiso_externalSummary": (CN_LAB, ("d15N", "d13C", "nitrogenPercent", "carbonPercent")),
     "lig_externalSummary": (LIGNIN_LAB, ("ligninPercent", "cellulosePercent")),
 }
+INSTRUMENTS = {CN_LAB: "Costech ECS 4010 elemental analyzer with Thermo Delta V isotope ratio mass spectrometer",
+               LIGNIN_LAB: "Ankom A2000 fiber analyzer"}
 LAB_NAMES = (CN_LAB, LIGNIN_LAB, "Cornell_Stable_Isotope_Laboratory", "EcoCore_CSU", "Battelle_Applied_Genomics",
              "University_of_Florida_Wetland_Biogeochemistry_Lab", "Kansas_State_Soil_Testing_Lab")
 
