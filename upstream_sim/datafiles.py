@@ -192,11 +192,13 @@ class DataFiles:
             return [(f"{h:03d}", "100") for h in (101, 102)[: r.randint(1, 2)]]
         levels = s["_levels"] or 4
         layout = self.layout(code)
-        if layout == "soil":  # soil plots 001-005, depths 501 (2 cm) down
-            plots = sorted(r.sample(range(1, 6), 2))
-            return [(f"{h:03d}", str(v)) for h in plots for v in (501, 502)]
+        if layout == "soil":  # one of the soil plots 001-005, depths 501 (2 cm) and 502 (6 cm)
+            plot = r.randint(1, 5)
+            return [(f"{plot:03d}", "501"), (f"{plot:03d}", "502")]
         if layout == "tower" or code == "DP1.00024.001":
             return [("000", f"0{lv}0") for lv in range(1, levels + 1)]
+        if layout == "tower_below_top":  # the top level carries the triple-aspirated sensor instead
+            return [("000", f"0{lv}0") for lv in range(1, levels)]
         if layout == "tower_top":
             return [("000", f"0{levels}0")]
         return [("000", "0" + str(r.randint(1, levels)) + "0")]

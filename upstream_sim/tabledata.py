@@ -9,6 +9,7 @@ share, so the expanded file holds the basic one's values plus its own columns.
 from __future__ import annotations
 
 import calendar
+import itertools
 import math
 import random
 from dataclasses import dataclass
@@ -50,6 +51,11 @@ def gentime_dt(gt: str) -> datetime:
 
 
 # ------------------------------------------------------------------------------- sensor data
+def _coarse(tmi: int) -> int:
+    """Every how many intervals the smooth part of a series is computed (every 30 minutes at most)."""
+    return max(1, 30 // tmi) if 0 < tmi < 30 else 1
+
+
 _STAMPS: dict[tuple[str, int], tuple[list[str], list[float], list[int]]] = {}
 
 
@@ -63,16 +69,22 @@ def _stamps(ym: str, tmi: int) -> tuple[list[str], list[float], list[int]]:
         t0 = month_start(ym)
         total = days_in(ym) * 1440
         doy0 = t0.timetuple().tm_yday
-        marks = []
-        for t in range(0, total + step, step):
-            d, rem = divmod(t, 1440)
-            if d < days_in(ym):
-                marks.append(f'"{ym}-{d + 1:02d}T{rem // 60:02d}:{rem % 60:02d}:00Z"')
-            else:  # the end of the month's last interval is the next month's first instant
-                marks.append((t0 + timedelta(minutes=t)).strftime('"%Y-%m-%dT%H:%M:%SZ"'))
-        pairs = [f"{marks[i]},{marks[i + 1]}" for i in range(len(marks) - 1)]
-        season = [-math.cos(2 * math.pi * (doy0 + t / 1440 - 20) / 365.25) for t in range(0, total, step)]
-        minute = [t % 1440 for t in range(0, total, step)]
+        if step < 1440:  # every day has the same times of day
+            days = [f'"{ym}-{d:02d}T' for d in range(1, days_in(ym) + 1)]
+            times = [f"{t // 60:02d}:{t % 60:02d}:00Z\"" for t in range(0, 1440, step)]
+            marks = [d + t for d in days for t in times]
+        elif step < total:  # daily
+            marks = [(t0 + timedelta(minutes=t)).strftime('"%Y-%m-%dT%H:%M:%SZ"') for t in range(0, total, step)]
+        else:  # monthly and yearly tables: one interval per month's file
+            marks, step = [t0.strftime('"%Y-%m-%dT%H:%M:%SZ"')], total
+        # the end of the month's last interval is the next month's first instant
+        marks.append((t0 + timedelta(minutes=len(marks) * step)).strftime('"%Y-%m-%dT%H:%M:%SZ"'))
+        pairs = [f"{a},{b}" for a, b in itertools.pairwise(marks)]
+        # season and minute of day only where _var_values samples them (every 30 minutes at most)
+        coarse = _coarse(tmi)
+        season = [-math.cos(2 * math.pi * (doy0 + t / 1440 - 20) / 365.25) if i % coarse == 0 else 0.0
+                  for i, t in enumerate(range(0, len(pairs) * step, step))]
+        minute = [t % 1440 for t in range(0, len(pairs) * step, step)]
         got = (pairs, season, minute)
         if len(_STAMPS) > 48:
             _STAMPS.clear()
@@ -136,7 +148,7 @@ def _var_values(r: random.Random, v: SensorVar, site: Site, layout: str, ver: st
     The smooth part (season and day) is computed every 30 minutes at most, the rest is integer
     arithmetic on pooled noise: the values stay plausible and a month of 1-minute rows stays cheap."""
     H, lo = _pool("H"), -_H_LO
-    coarse = max(1, 30 // max(1, tmi)) if tmi < 30 else 1
+    coarse = _coarse(tmi)
     shift = site.lon / 15.0  # local solar hour = UTC hour + lon/15
 
     def smooth(f) -> list[int]:
@@ -178,6 +190,8 @@ def _var_values(r: random.Random, v: SensorVar, site: Site, layout: str, ver: st
     if v.has_minmax:
         step = max(1, round(100 * spread / 16))
         below, above = _window(f"offset{step}", r, n), _window(f"offset{step}", r, n)
+        if v.kind == "speed":  # a speed's minimum is never below zero
+            below = [min(a, x - lo) for x, a in zip(xs, below, strict=True)]
         out = [f"{H[x]},{H[x - a]},{H[x + b]},{tails[k]}" for x, a, b, k in zip(xs, below, above, ks, strict=True)]
         empty = ",,,,0,,"
     else:
@@ -190,10 +204,10 @@ def _var_values(r: random.Random, v: SensorVar, site: Site, layout: str, ver: st
     return out
 
 
-# The expanded quality block: range/step/spike pass-fail-NA, alpha, beta, finalQF, finalQFSciRvw.
-_QM_OK = "100.00,0.00,0.00,100.00,0.00,0.00,100.00,0.00,0.00,0.00,0.00"
-_QM_FLAGGED = "80.00,20.00,0.00,100.00,0.00,0.00,95.00,5.00,0.00,25.00,0.00"
-_QM_GAP = "0.00,0.00,100.00,0.00,0.00,100.00,0.00,0.00,100.00,0.00,100.00"
+# The expanded quality block: range and step pass-fail-NA, alpha, beta (then finalQF, finalQFSciRvw).
+_QM_OK = "100.00,0.00,0.00,100.00,0.00,0.00,0.00,0.00"
+_QM_FLAGGED = "80.00,20.00,0.00,100.00,0.00,0.00,20.00,0.00"
+_QM_GAP = "0.00,0.00,100.00,0.00,0.00,100.00,0.00,100.00"
 
 
 def sensor_csv(r: random.Random, spec: SensorSpec, table: Table, package: str, site: Site, ym: str,

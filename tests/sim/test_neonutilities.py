@@ -75,7 +75,9 @@ def test_zips_by_product_downloads_files_whose_bytes_match_the_simulator(sim_ser
 
 
 # ------------------------------------------------------------------------------------ stacking
-SOIL, SOIL_SITES, SOIL_MONTHS = "DP1.00041.001", ["HARV", "BART", "SCBI"], ("2023-01", "2023-02")
+# single-aspirated air temperature: 1- and 30-minute tables, three tower levels at each of these sites
+# (KONZ has no data in 2023-01, so 5 site-months)
+AIR, AIR_SITES, AIR_MONTHS = "DP1.00002.001", ["BARR", "CPER", "KONZ"], ("2023-01", "2023-02")
 LITTER, LITTER_SITES, LITTER_MONTHS = "DP1.10033.001", ["HARV", "SCBI", "KONZ"], ("2025-04", "2026-05")
 # What neonutilities logs when the variables file does not type a table (it then guesses or reads strings).
 FALLBACKS = ("schema did not match", "Data types will be inferred", "set to string", "Failed to stack",
@@ -124,6 +126,11 @@ def _rows(body: bytes) -> list[list[str]]:
     return list(csv.reader(io.StringIO(body.decode())))[1:]
 
 
+def _count(body: bytes) -> int:
+    """Data rows of a simulated CSV (one line each: no value holds a line break)."""
+    return body.count(b"\n") - 1
+
+
 def _fields(packages) -> dict[str, list[dict]]:
     [body] = {b for _, _, _, got in packages for n, b in got.items() if ".variables." in n}  # one per release
     out: dict[str, list[dict]] = {}
@@ -150,26 +157,29 @@ def _newest(names_bodies):
 
 
 def test_stack_by_table_stacks_sensor_data_per_position_with_positions_across_sites(sim_server, token, tmp_path):
-    tables = _stack(sim_server, token, tmp_path, SOIL, SOIL_SITES, SOIL_MONTHS)
-    packages = _served(sim_server, SOIL, SOIL_SITES, SOIL_MONTHS)
-    assert len(packages) == len(SOIL_SITES) * len(SOIL_MONTHS)
+    tables = _stack(sim_server, token, tmp_path, AIR, AIR_SITES, AIR_MONTHS)
+    packages = _served(sim_server, AIR, AIR_SITES, AIR_MONTHS)
+    assert len(packages) == 5
     fields = _fields(packages)
-    num = SOIL[4:9]
-    assert {"ST_1_minute", "ST_30_minute", f"sensor_positions_{num}", f"variables_{num}", f"readme_{num}",
+    num = AIR[4:9]
+    assert {"SAAT_1min", "SAAT_30min", f"sensor_positions_{num}", f"variables_{num}", f"readme_{num}",
             f"issueLog_{num}"} <= set(tables)
-    for table in ("ST_1_minute", "ST_30_minute"):
+    for table in ("SAAT_1min", "SAAT_30min"):
         df = tables[table]
         sources = [(site, n, b) for site, _, _, got in packages for n, b in got.items() if f".{table}." in n]
-        assert len(df) == sum(len(_rows(b)) for _, _, b in sources)
+        assert len(df) == sum(_count(b) for _, _, b in sources)
         assert list(df.columns) == (["domainID", "siteID", "horizontalPosition", "verticalPosition"]
                                     + [f["fieldName"] for f in fields[table]] + ["publicationDate", "release"])
         _check_types(df, fields[table], table)
         want = {(site, n.split(".")[6], n.split(".")[7]) for site, n, _ in sources}
+        assert len(want) == 3 * len(AIR_SITES)
         assert set(zip(df.siteID, df.horizontalPosition, df.verticalPosition, strict=True)) == want
-        assert set(df.domainID) == {"D01", "D02"} and set(df.release) == {"RELEASE-2026"}
+        assert set(df.domainID) == {"D18", "D10", "D06"} and set(df.release) == {"RELEASE-2026"}
         assert set(df.publicationDate) == {"20260123T000749Z"}
-        means = [float(r[2]) for _, _, b in sources for r in _rows(b) if r[2]]
-        assert df.soilTempMean.count() == len(means) and abs(df.soilTempMean.sum() - sum(means)) < 1e-6 * len(means)
+        means = [float(v) for _, _, b in sources for line in b.decode().splitlines()[1:]
+                 if (v := line.split(",")[2])]  # sensor values hold no commas
+        assert df.tempSingleMean.count() == len(means)
+        assert abs(df.tempSingleMean.sum() - sum(means)) < 1e-6 * len(means)
     # sensor_positions: one file per site (the same in both months), stacked across sites
     sp = tables[f"sensor_positions_{num}"]
     per_site = {site: b for site, _, _, got in packages for n, b in got.items() if ".sensor_positions." in n}
@@ -177,7 +187,7 @@ def test_stack_by_table_stacks_sensor_data_per_position_with_positions_across_si
     assert list(sp.columns) == ["domainID", "siteID"] + [f["fieldName"] for f in fields["sensor_positions"]] + [
         "publicationDate", "release"]
     _check_types(sp, fields["sensor_positions"], "sensor_positions")
-    for site in SOIL_SITES:
+    for site in AIR_SITES:
         mine = sp[sp.siteID == site]
         counts = mine["HOR.VER"].value_counts()
         assert sorted(counts) == [1] * (len(counts) - 1) + [2]  # one sensor moved

@@ -15,7 +15,7 @@ import pytest
 
 from upstream_sim.state import files_for
 
-SOIL, WIND, TAAT = "DP1.00041.001", "DP1.00001.001", "DP1.00003.001"
+SOIL, WIND, SAAT, TAAT = "DP1.00041.001", "DP1.00001.001", "DP1.00002.001", "DP1.00003.001"
 LITTER, BIRDS, CN_LAB_ONLY, WATER = "DP1.10033.001", "DP1.10003.001", "DP1.10100.001", "DP1.20288.001"
 RELEASE = "RELEASE-2026"
 
@@ -100,7 +100,7 @@ def check_value(field: dict, value: str) -> None:
         assert kind in ("string", "uri"), kind
 
 
-CASES = [(SOIL, "HARV"), (WIND, "KONZ"), (TAAT, "HARV"), (LITTER, "HARV"), (BIRDS, "BART"),
+CASES = [(SOIL, "HARV"), (WIND, "KONZ"), (SAAT, "CPER"), (TAAT, "HARV"), (LITTER, "HARV"), (BIRDS, "BART"),
          (CN_LAB_ONLY, "ABBY"), (WATER, "ARIK")]
 
 
@@ -137,8 +137,13 @@ def test_sensor_files_are_one_per_position_and_interval_with_a_month_of_interval
     got = package(files, SOIL, "HARV", ym, "basic")
     names = [n for n in got if SENSOR.match(n)]
     positions = {(SENSOR.match(n)["hor"], SENSOR.match(n)["ver"]) for n in names}
-    assert len(positions) >= 4 and {SENSOR.match(n)["tmi"] for n in names} == {"001", "030"}
-    assert len(names) == 2 * len(positions)
+    assert len({h for h, _ in positions}) == 1 and {v for _, v in positions} == {"501", "502"}  # two depths
+    assert {SENSOR.match(n)["tmi"] for n in names} == {"001", "030"} and len(names) == 2 * len(positions)
+    # air temperature: single-aspirated on every tower level but the top, triple-aspirated on the top
+    levels = files.world.sites["HARV"]["_levels"]
+    saat = {(m["hor"], m["ver"]) for m in map(SENSOR.match, package(files, SAAT, "HARV", ym, "basic")) if m}
+    assert saat == {("000", f"0{lv}0") for lv in range(1, levels)} and len(saat) >= 3
+    assert files.positions(TAAT, "HARV") == [("000", f"0{levels}0")]
     for n in names:
         _, rows = read_csv(got[n])
         minutes = int(SENSOR.match(n)["tmi"])
@@ -149,7 +154,7 @@ def test_sensor_files_are_one_per_position_and_interval_with_a_month_of_interval
 
 def test_values_are_plausible_for_their_quantity(files):
     half_hours = [s for s in files.package_files(SOIL, "OSBS", "2023-07", "basic", RELEASE) if ".ST_30_minute." in s.name]
-    assert len(half_hours) >= 4
+    assert len(half_hours) == 2
     for spec in half_hours:
         name = spec.name
         _, rows = read_csv(files.content(spec))
@@ -160,8 +165,8 @@ def test_values_are_plausible_for_their_quantity(files):
     wind = package(files, WIND, "KONZ", month_of(files, WIND, "KONZ"), "basic")
     for name in (n for n in wind if ".2DWSD_2min." in n):
         header, rows = read_csv(wind[name])
-        speed, direction = header.index("windSpeedMean"), header.index("windDirMean")
-        assert all(0 <= float(r[speed]) < 40 and 0 <= float(r[direction]) < 360 for r in rows if r[speed])
+        speed, low, high = (header.index(f"windSpeed{s}") for s in ("Mean", "Minimum", "Maximum"))
+        assert all(0 <= float(r[low]) <= float(r[speed]) <= float(r[high]) < 40 for r in rows if r[speed])
     litter = package(files, LITTER, "HARV", "2023-07", "basic")
     site = files.world.sites["HARV"]
     for name, body in litter.items():
