@@ -80,6 +80,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_celery_beat",
+    # Only for its templates and static files: the ops API's docs page then uses the local Swagger UI.
+    "ninja",
     "eco_service.apps.EcoServiceConfig",
     "catalog",
     "mcp_gateway",
