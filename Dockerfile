@@ -2,6 +2,10 @@
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DJANGO_SETTINGS_MODULE=eco_service.settings
 WORKDIR /app
+# The runtime dependencies at the lock file's versions (scripts/lock), in a layer of their own that
+# a change to the sources does not rebuild; the test tools (requirements-dev.lock) stay out.
+COPY requirements.lock ./
+RUN pip install --no-cache-dir -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY eco_core ./eco_core
 COPY upstream ./upstream
@@ -12,9 +16,10 @@ COPY downloads ./downloads
 COPY upstream_sim ./upstream_sim
 COPY templates ./templates
 COPY manage.py ./
-# The admin's CSS, JS and icons go to /app/staticfiles (outside the data folder, so a volume on
-# /app/data cannot hide them); WhiteNoise serves them from there (eco_service/static.py).
-RUN pip install --no-cache-dir . && python manage.py collectstatic --noinput
+# The project itself, its dependencies already in place. The admin's CSS, JS and icons (and the
+# ops API's docs assets) go to /app/staticfiles (outside the data folder, so a volume on /app/data
+# cannot hide them); WhiteNoise serves them from there (eco_service/static.py).
+RUN pip install --no-cache-dir --no-deps . && python manage.py collectstatic --noinput
 # Commands run from /app's sources (manage.py, uvicorn's app dir), which pip did not compile, and
 # PYTHONDONTWRITEBYTECODE keeps Python from caching them: compiled once here, not at every start.
 RUN python -m compileall -q eco_core upstream catalog downloads families mcp_gateway eco_service upstream_sim

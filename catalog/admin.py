@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.templatetags.static import static
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from catalog.models import (
     CATALOGS,
@@ -80,12 +83,25 @@ class LocationNodeAdmin(ReadOnlyAdmin):
     search_fields = ("name", "description", "site_code")
 
 
+def _wrapped(text: str) -> str:
+    """Long text (an upstream error) wrapped inside its cell: a changelist cell does not wrap by
+    itself, so a long error ran off the page."""
+    if not text:
+        return "–"
+    return format_html('<div style="white-space:normal;overflow-wrap:anywhere;min-width:12em;max-width:40em">{}</div>',
+                       text)
+
+
 @admin.register(CatalogRefresh)
 class CatalogRefreshAdmin(ReadOnlyAdmin):
     list_display = ("catalog", "started_at", "ok", "source", "trigger", "rows", "upstream_requests", "seconds",
-                    "error")
+                    "error_text")
     list_filter = ("catalog", "ok", "source", "trigger")
     date_hierarchy = "started_at"
+
+    @admin.display(description="error", ordering="error")
+    def error_text(self, obj: CatalogRefresh) -> str:
+        return _wrapped(obj.error)
 
 
 def _report(modeladmin, request, o: dict) -> None:
@@ -119,8 +135,11 @@ def refresh_now(modeladmin, request, queryset) -> None:
 
 @admin.register(CatalogState)
 class CatalogStateAdmin(ReadOnlyAdmin):
-    list_display = ("catalog", "row_count", "age", "stale", "progress", "source", "rest_base", "graphql_url",
-                    "served", "refreshed_at", "version", "last_error")
+    # Narrow enough for a 1280 px window beside the admin's navigation: the two upstream addresses
+    # share a column; the time of the refresh (the age says it) and the version (an internal
+    # counter) are on the detail page.
+    list_display = ("catalog", "rows", "age", "stale", "progress", "source", "built_from", "served",
+                    "last_error_text")
     actions = [refresh_now]
 
     def changelist_view(self, request, extra_context=None):
@@ -130,13 +149,25 @@ class CatalogStateAdmin(ReadOnlyAdmin):
         extra = {"upstream_cache": upstream_cache_info(), **(extra_context or {})}
         return super().changelist_view(request, extra_context=extra)
 
+    @admin.display(description="rows", ordering="row_count")
+    def rows(self, obj: CatalogState) -> int:
+        return obj.row_count
+
     @admin.display(description="age (s)")
     def age(self, obj: CatalogState):
         return catalog_status()[obj.catalog]["ageSeconds"]
 
-    @admin.display(boolean=True)
-    def stale(self, obj: CatalogState) -> bool:
-        return catalog_status()[obj.catalog]["stale"]
+    @admin.display(description="stale")
+    def stale(self, obj: CatalogState) -> str:
+        # Not a boolean column: its red cross on every fresh catalog read as an alarm.
+        if not catalog_status()[obj.catalog]["stale"]:
+            return mark_safe('<span title="fresh">–</span>')
+        return format_html('<img src="{}" alt="" style="vertical-align:middle"> <strong>stale</strong>',
+                           static("admin/img/icon-alert.svg"))
+
+    @admin.display(description="last error", ordering="last_error")
+    def last_error_text(self, obj: CatalogState) -> str:
+        return _wrapped(obj.last_error)
 
     @admin.display(description="progress")
     def progress(self, obj: CatalogState) -> str:
@@ -145,7 +176,14 @@ class CatalogStateAdmin(ReadOnlyAdmin):
             return "–"
         return f"{obj.progress_done}/{obj.progress_total} sites" + (" (refreshing)" if obj.progress_at else "")
 
-    @admin.display(description="served (built from the configured upstream)")
+    @admin.display(description="built from")
+    def built_from(self, obj: CatalogState) -> str:
+        if not obj.rest_base and not obj.graphql_url:
+            return "–"
+        return format_html('<div style="white-space:normal;overflow-wrap:anywhere;min-width:12em">{}<br>{}</div>',
+                           obj.rest_base or "–", obj.graphql_url or "–")
+
+    @admin.display(description="served")
     def served(self, obj: CatalogState) -> str:
         if not obj.row_count:
             return "–"

@@ -5,8 +5,12 @@
                          "sites": ..., "releases": ..., "locations": ...,
                          "subtrees": {... the same, "sitesDone", "sitesTotal", "refreshing"},
                          "ready": bool, "degraded": bool}
-    readiness() -> (False, {"status": "warming", ["upstreamMismatch": {name: why}]})
-                        until products and sites exist, built from the configured upstream
+    readiness() -> (False, {"status": "warming", "reason": why,
+                            "waitingFor": {name: {"lastAttemptAt", "lastError", "upstreamMismatch"}},
+                            ["upstreamMismatch": {name: why}]})
+                        until products and sites exist, built from the configured upstream;
+                        `reason` says in a sentence which catalog is missing and how its last
+                        attempt ended (the HTTP app adds when the start-up build tries again)
                  | (True, {"status": "ready", "catalogs": {name: {"ageSeconds", "rows", "restBase",
                            "graphqlUrl", "upstreamMismatch"}}, "degraded": bool, "tokenConfigured": bool,
                            "subtrees": {"ageSeconds", "rows", "stale", "refreshing", "sitesDone",
@@ -182,7 +186,7 @@ def readiness(cfg: EcoConfig | None = None) -> tuple[bool, dict[str, Any]]:
     cfg = cfg or get_config()
     status = catalog_status(cfg)
     if not status["ready"]:
-        body: dict[str, Any] = {"status": "warming"}
+        body: dict[str, Any] = {"status": "warming", **_why_not_ready(status, cfg)}
         mismatched = {c: status[c]["upstreamMismatch"] for c in CATALOGS if status[c]["upstreamMismatch"]}
         if mismatched:
             body["upstreamMismatch"] = mismatched
@@ -203,6 +207,28 @@ def readiness(cfg: EcoConfig | None = None) -> tuple[bool, dict[str, Any]]:
     if sub is not None:
         body["subtrees"] = {"rows": sub["count"], **{k: sub[k] for k in SUBTREES_READYZ}}
     return True, body
+
+
+def _why_not_ready(status: dict[str, Any], cfg: EcoConfig) -> dict[str, Any]:
+    """Which catalogs readiness waits for, how each one's last attempt ended, in a sentence and
+    field by field: an operator whose service never gets ready learns why from /readyz alone."""
+    missing = [c for c in READY_NEEDS if status[c]["count"] == 0 or status[c]["upstreamMismatch"]]
+    attempts = {s.catalog: s.last_attempt_at for s in CatalogState.objects.filter(catalog__in=missing)}
+    waiting: dict[str, Any] = {}
+    said = []
+    for c in missing:
+        at = attempts.get(c)
+        entry = {"lastAttemptAt": at.isoformat().replace("+00:00", "Z") if at else None,
+                 "lastError": status[c]["lastError"], "upstreamMismatch": status[c]["upstreamMismatch"]}
+        waiting[c] = entry
+        if entry["upstreamMismatch"] and not entry["lastError"]:
+            said.append(f"the {c} catalog was {entry['upstreamMismatch']}, and has not been rebuilt from it yet")
+        elif entry["lastError"]:
+            said.append(f"the {c} catalog could not be built from {cfg.eco.base_url} (last attempt "
+                        f"{entry['lastAttemptAt']}): {entry['lastError']}")
+        else:
+            said.append(f"the {c} catalog has not been built yet (no attempt has ended)")
+    return {"reason": "; ".join(said), "waitingFor": waiting}
 
 
 def upstream_cache_info() -> dict[str, Any]:

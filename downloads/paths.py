@@ -264,4 +264,4 @@ def check_url(url: str, allowed: Callable[[str], bool]) -> None:
     # urlsplit, not httpx.URL: signed URLs are long and httpx validates them character by character.
     host = urlsplit(url).hostname or ""
     if not allowed(host):
-        raise denied(f"url: host {host} is not on downloads.allowed_hosts", host=host)
+        raise denied(f"url: host {host} is not on downloads.allowed_hosts", "To trust it, add it to the setting downloads.allowed_hosts (ECO_MCP_DOWNLOADS__ALLOWED_HOSTS).", host=host)

@@ -8,10 +8,14 @@
                                   name `subtrees` (every site's location subtree, ~85 upstream
                                   requests), which is refreshed only when named
     GET  refreshes/{id}           that refresh's state: queued, running, succeeded, failed
-    GET  upstream/cache           upstream answer cache statistics (this process)
+    GET  upstream/cache           upstream answer cache statistics: entries of the shared cache with
+                                  Redis (every process's), hits and misses of this process
     GET  upstream/rate-limit      the rate budget and NEON's last reported headroom
     GET  upstream/graphql-breaker the GraphQL breaker (this process)
     GET  openapi.json             this API's OpenAPI document (public: it holds no data)
+    GET  docs                     its interactive docs (django-ninja's Swagger UI, public like the
+                                  document; its scripts and styles are served from this service's
+                                  static files, never from the internet)
 
 Authentication: a Django staff session (unsafe methods also pass Django's CSRF check), or
 `Authorization: Bearer <server.ops_token>` for machines, compared in constant time and never
@@ -39,7 +43,7 @@ from typing import Any, Literal
 from django.conf import settings
 from django.db import connections
 from django.http import HttpRequest, HttpResponse
-from ninja import Field, NinjaAPI, Query, Schema, Status
+from ninja import Field, NinjaAPI, Query, Schema, Status, Swagger
 from ninja.errors import HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from pydantic import ConfigDict, model_validator
@@ -86,8 +90,10 @@ class StaffSession(APIKeyCookie):
         return user
 
 
+# The docs page uses ninja's local Swagger assets because "ninja" is an installed app (else it
+# links a CDN); no validator badge either, which would call validator.swagger.io.
 api = NinjaAPI(title="eco-mcp ops API", version="1", urls_namespace="ops", auth=[OpsToken(), StaffSession()],
-               docs_url=None)
+               docs_url="/docs", docs=Swagger(settings={"validatorUrl": None}))
 
 DATABASE_UNAVAILABLE = "the catalog database is unreachable; retry later"
 
@@ -285,11 +291,15 @@ def refresh_state(request: HttpRequest, refresh_id: str) -> Status:
 
 # ---------------------------------------------------------------------- upstream
 class CacheInfo(Schema):
-    entries: int | None = None
-    hits: int
-    misses: int
-    hit_rate: float | None = Field(None, alias="hitRate")
-    backend: str | None = None
+    entries: int | None = Field(None, description="Answers cached now: with Redis (`shared`) every process's, "
+                                "else this process's; null when unknown (Redis not answering).")
+    max_entries: int | None = Field(None, alias="maxEntries", description="cache.max_entries, the cap on entries.")
+    shared: bool = Field(False, description="True when the cache is Redis, shared by every web and worker process.")
+    hits: int = Field(description="Lookups this process answered from the cache (every process's: the sum of "
+                      "eco_upstream_cache_lookups_total at /metrics).")
+    misses: int = Field(description="Lookups this process had to ask the upstream for.")
+    hit_rate: float | None = Field(None, alias="hitRate", description="hits / (hits + misses), this process.")
+    backend: str | None = Field(None, description="redis or locmem (null before this process made a client).")
 
 
 class RateLimitInfo(Schema):

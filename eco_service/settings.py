@@ -17,7 +17,11 @@ from typing import Any
 import dj_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(os.environ.get("ECO_MCP_DATA_DIR") or BASE_DIR / "data").expanduser()
+# A checkout (or the image's /app) keeps its data beside manage.py; a package installed without one
+# (the eco-mcp command from a wheel) in the user's data folder, never inside site-packages.
+_DEFAULT_DATA_DIR = (BASE_DIR / "data" if (BASE_DIR / "manage.py").is_file()
+                     else Path(os.environ.get("XDG_DATA_HOME") or "~/.local/share") / "eco-mcp")
+DATA_DIR = Path(os.environ.get("ECO_MCP_DATA_DIR") or _DEFAULT_DATA_DIR).expanduser()
 
 # Published in this file, so only good for stdio (no sessions, no admin) and explicit development:
 # HTTP start-up refuses it (check eco.E004) unless DJANGO_INSECURE_DEV_SECRET=1.
@@ -80,6 +84,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_celery_beat",
+    # Only for its templates and static files: the ops API's docs page then uses the local Swagger UI.
+    "ninja",
     "eco_service.apps.EcoServiceConfig",
     "catalog",
     "mcp_gateway",

@@ -3,6 +3,15 @@ state of refreshes queued through the ops API (eco_service.ops_api): kept in Dja
 a day, so the web process that queued one and the worker that runs it must share that cache
 (REDIS_URL) when Celery is used.
 
+`first_subtree_walk` is queued by each worker as it starts (eco_service.celery): with a broker
+nothing walks the location subtrees but beat, whose first run is `cache.ttl_s.locations` (6 h)
+away, so a new deployment (or one moved to another upstream) would answer location calls without
+them until then. It walks them when they are missing, built from another upstream or past their
+TTL; while the locations catalog it walks is not served yet (the web's start-up build is still
+running) it asks again every FIRST_WALK_RETRY_S, FIRST_WALK_TRIES times at most. Several workers
+starting together queue one each: the walk's run lock lets one walk, and the others find the
+subtrees fresh.
+
 A run holds a run lock of its own (catalog.services.run_lock, named for the refresh) from before
 it records "running" until after it records how it ended. The lock dies with its process, so a
 state read as "running" while its lock is free was left by a run that was killed or crashed: it
@@ -20,6 +29,9 @@ from django.core.cache import cache
 log = logging.getLogger("eco.ops")
 
 OPS_REFRESH_TASK = "eco_service.ops_refresh"
+FIRST_WALK_TASK = "eco_service.first_subtree_walk"
+FIRST_WALK_RETRY_S = 30
+FIRST_WALK_TRIES = 40
 STATE_TTL_S = 86400
 STATE_KEY = "eco:ops:refresh:{}"
 RUN_LOCK = "ops-refresh-{}"
@@ -110,3 +122,38 @@ def _run(request_id: str, state: dict[str, Any]) -> None:
 def ops_refresh_task(request_id: str) -> None:
     """A refresh queued through the ops API; its state is kept where the API reads it."""
     run_refresh(request_id)
+
+
+def first_walk_verdict() -> str:
+    """"walk" (the subtrees are missing, from another upstream or past their TTL), "wait" (the
+    locations catalog is not served yet: nothing to walk) or "fresh"."""
+    from catalog.models import CatalogState
+    from catalog.services.warm import subtrees_due
+    from catalog.status import upstream_mismatch
+    from eco_core.config import get_config
+
+    cfg = get_config()
+    loc = CatalogState.objects.filter(catalog="locations").first()
+    if loc is None or not loc.row_count or upstream_mismatch(loc.rest_base, loc.graphql_url, cfg):
+        return "wait"
+    return "walk" if subtrees_due(cfg, missing_too=True) else "fresh"
+
+
+@shared_task(name=FIRST_WALK_TASK, bind=True, max_retries=FIRST_WALK_TRIES - 1)
+def first_subtree_walk_task(self: Any) -> dict[str, Any]:
+    """The subtree walk a worker queues as it starts; see the module docstring."""
+    from catalog.tasks import refresh_location_subtrees_task
+
+    verdict = first_walk_verdict()
+    if verdict == "fresh":
+        log.info("first subtree walk: the stored subtrees are current; beat keeps them so")
+        return {"walked": False, "why": "fresh"}
+    if verdict == "wait":
+        if self.request.retries >= FIRST_WALK_TRIES - 1:
+            log.warning("first subtree walk: no locations catalog after %d checks; left to beat and to "
+                        "eco_catalog_refresh --catalog subtrees", FIRST_WALK_TRIES)
+            return {"walked": False, "why": "no locations catalog"}
+        log.info("first subtree walk: waiting for the locations catalog; next check in %d s", FIRST_WALK_RETRY_S)
+        raise self.retry(countdown=FIRST_WALK_RETRY_S)
+    # Called, not queued: this already is the worker.
+    return {"walked": True, **refresh_location_subtrees_task(trigger="start")}

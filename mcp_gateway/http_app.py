@@ -3,13 +3,16 @@
 
     /mcp, /mcp/   the MCP endpoint (stateless Streamable HTTP; POST only)
     /healthz      liveness JSON
-    /readyz       503 {"status": "warming"} until the catalogs are warm, then 200
+    /readyz       503 {"status": "warming", "reason", ...} until the catalogs are warm, then 200
     /metrics      Prometheus metrics (eco_core.metrics; every worker's with PROMETHEUS_MULTIPROC_DIR)
     anything else Django (admin, static)
 
 Django's ASGI handler takes no lifespan events, so this router owns the lifespan: it runs the
 SDK's session manager (which must be entered before any MCP request) and starts the catalog
-prewarm in the background without holding up start-up. Every response carries X-Request-Id.
+prewarm in the background without holding up start-up. A prewarm that leaves the service not
+ready (the upstream unreachable, say) is tried again after PREWARM_RETRY_S, doubling up to
+PREWARM_RETRY_MAX_S, until it is; /readyz says why it is not ready and when the next attempt
+is. Every response carries X-Request-Id.
 
 Every route, Django's included, passes the Host/Origin guard first (mcp_gateway.origin): a DNS-
 rebinding page must not read /readyz or fetch the admin login form and its CSRF token. The
@@ -23,7 +26,9 @@ import json
 import logging
 import os
 import re
+import time
 from contextlib import AsyncExitStack
+from datetime import UTC, datetime
 from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -45,6 +50,9 @@ log = logging.getLogger("eco.gateway.http")
 logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
 
 MCP_PATHS = frozenset({"/mcp", "/mcp/"})
+# A start-up build that left the service not ready is tried again this long after, doubling.
+PREWARM_RETRY_S = 30.0
+PREWARM_RETRY_MAX_S = 300.0
 _PADDING = (b" ", b"\t")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 SECURITY_HEADERS = (
@@ -95,6 +103,8 @@ class EcoHttpApp:
             max_request_body_size=cfg.server.max_request_body_size,
         )
         self.prewarm_task: asyncio.Task[None] | None = None
+        self.prewarm_attempts = 0
+        self.prewarm_retry_at: float | None = None  # time.time() of the next start-up build attempt
         self._token_header = cfg.server.request_token_header.lower().encode("latin-1")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -134,6 +144,8 @@ class EcoHttpApp:
             await _send_json(send_with_id, 200, health.healthz("http"))
         elif path == "/readyz":
             status, body = await health.readyz(self.cfg)
+            if status == 503 and body.get("status") == "warming":
+                body = self._warming(body)
             await _send_json(send_with_id, status, body)
         elif path == "/metrics":
             await self._metrics(scope, send_with_id)
@@ -282,14 +294,43 @@ class EcoHttpApp:
         await send({"type": "lifespan.shutdown.complete"})
 
     async def _prewarm(self) -> None:
-        try:
-            await ports.prewarm(self.cfg)
-            log.info("catalog prewarm finished")
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            # /readyz keeps answering warming; the next catalog refresh retries.
-            log.exception("catalog prewarm failed")
+        delay = PREWARM_RETRY_S
+        while True:
+            self.prewarm_retry_at = None
+            self.prewarm_attempts += 1
+            try:
+                await ports.prewarm(self.cfg)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("catalog prewarm failed")
+            if (await health.readyz(self.cfg))[0] == 200:
+                log.info("catalog prewarm finished")
+                return
+            # Nothing else builds missing catalogs on a server nobody calls yet: try again, slower
+            # each time, so an upstream that comes back is noticed without a restart.
+            log.warning("catalogs not ready after start-up build attempt %d; next attempt in %g s (see /readyz)",
+                        self.prewarm_attempts, delay)
+            self.prewarm_retry_at = time.time() + delay
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, PREWARM_RETRY_MAX_S)
+
+    def _warming(self, body: dict[str, Any]) -> dict[str, Any]:
+        """/readyz's warming answer with what the start-up build is doing about it."""
+        build: dict[str, Any]
+        if not self.cfg.prewarm:
+            build = {"state": "off"}
+            then = "nothing builds them at start (cache.prewarm is off): the first tool call that needs them does"
+        elif self.prewarm_retry_at is None:
+            build = {"state": "running", "attempt": self.prewarm_attempts}
+            then = f"start-up build attempt {self.prewarm_attempts} is under way"
+        else:
+            wait = max(0, round(self.prewarm_retry_at - time.time()))
+            at = datetime.fromtimestamp(self.prewarm_retry_at, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+            build = {"state": "waiting", "attempts": self.prewarm_attempts, "retryAt": at, "retryInSeconds": wait}
+            then = f"the start-up build tries again in {wait} s (at {at})"
+        reason = body.get("reason")
+        return {**body, "reason": f"{reason}; {then}" if reason else then, "startupBuild": build}
 
 
 async def _read_body(receive: Receive, limit: int) -> bytearray | None:

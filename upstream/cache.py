@@ -72,7 +72,7 @@ def build_backend(max_entries: int, cfg: CacheSettings | None = None) -> BaseCac
     conf = dict(settings.CACHES["default"])
     backend_cls = import_string(conf["BACKEND"])
     params = {k: v for k, v in conf.items() if k not in {"BACKEND", "LOCATION"}}
-    params["KEY_PREFIX"] = f"{conf.get('KEY_PREFIX') or 'eco'}:up"
+    params["KEY_PREFIX"] = _key_prefix()
     params["TIMEOUT"] = None
     params["max_entries"] = max_entries
     options = dict(conf.get("OPTIONS") or {})
@@ -86,6 +86,38 @@ def build_backend(max_entries: int, cfg: CacheSettings | None = None) -> BaseCac
     if is_locmem:
         _store_names[backend] = location
     return backend
+
+
+_sync_clients: dict[str, Any] = {}
+
+
+def shared_entries(url: str, cfg: CacheSettings) -> int | None:
+    """Entries the shared Redis cache at `url` holds now, every process's (the size of the index
+    that caps them), or None while Redis does not answer. Synchronous, for the admin and the ops
+    API: what one process counted as it wrote says nothing of the others' entries."""
+    from upstream.redis_link import link_for
+
+    link = link_for(url, cfg)
+    ticket = link.attempt()
+    if ticket is None:
+        link.skipped("cache")
+        return None
+    try:
+        client = _sync_clients.get(url)
+        if client is None:
+            import redis
+
+            client = _sync_clients[url] = redis.Redis.from_url(url, **cache_options(cfg))
+        count = int(client.zcard(f"{_key_prefix()}:index"))
+    except redis_errors() as exc:
+        link.failed(ticket, exc, "cache")
+        return None
+    link.ok(ticket)
+    return min(count, cfg.max_entries)
+
+
+def _key_prefix() -> str:
+    return f"{settings.CACHES['default'].get('KEY_PREFIX') or 'eco'}:up"
 
 
 def locmem_written_keys() -> dict[str, list[str]]:

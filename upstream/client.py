@@ -644,17 +644,25 @@ def graphql_available() -> bool:
 
 
 def cache_info_all() -> dict[str, Any]:
-    """Entries and hit rate of the upstream answer cache over this process's open clients (one
-    per event loop); callable without an event loop (admin pages). Counters are per process."""
+    """Entries and hit rate of the upstream answer cache; callable without an event loop (admin
+    pages). With Redis `entries` counts the shared cache (every process's, `shared` true), else
+    this process's; hits and misses are this process's open clients' (one per event loop)."""
+    from upstream.cache import shared_entries
+
     infos = [c.cache_info() for c in list(_clients.values()) if not c.closed]
     hits = sum(i["hits"] for i in infos)
     misses = sum(i["misses"] for i in infos)
+    url = _redis_url()
+    cfg = get_config().cache
     return {
-        "entries": next((i["entries"] for i in infos if i.get("entries") is not None), None),
+        "entries": (shared_entries(url, cfg) if url else
+                    next((i["entries"] for i in infos if i.get("entries") is not None), None)),
+        "maxEntries": cfg.max_entries,
+        "shared": bool(url),
         "hits": hits,
         "misses": misses,
         "hitRate": round(hits / (hits + misses), 4) if hits + misses else None,
-        "backend": infos[0]["backend"] if infos else None,
+        "backend": "redis" if url else infos[0]["backend"] if infos else None,
     }
 
 

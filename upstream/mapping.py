@@ -80,7 +80,8 @@ def unreachable_hint(host: str) -> str:
     """The hint of upstream_unavailable and catalog_unavailable: which host failed, how to test
     it, and the setting that points the service elsewhere."""
     return (f"{host} did not answer. Test it with `scripts/serve --check` (or eco_ping with check_api=true); "
-            "if that is the wrong upstream, set eco.base_url (ECO_MCP_ECO__BASE_URL) and eco.graphql_url.")
+            "if that is the wrong upstream, set eco.base_url (ECO_MCP_ECO__BASE_URL) and eco.graphql_url. "
+            "Offline, `python manage.py eco_demo` serves the bundled NEON simulator instead.")
 
 
 def from_transport(exc: httpx.HTTPError, *, endpoint: str) -> EcoError:

@@ -23,11 +23,23 @@ from .state import SimState
 HTTP_IMPL = "httptools" if importlib.util.find_spec("httptools") else "h11"
 
 
-def _listen(host: str, port: int) -> socket.socket:
+class PortUnavailable(OSError):
+    """A port the simulator was asked to listen on cannot be had (taken, or the host not local)."""
+
+    def __init__(self, role: str, host: str, port: int, cause: OSError):
+        super().__init__(cause.errno, f"{role} port {host}:{port}: {cause.strerror or cause}")
+        self.role, self.host, self.port, self.cause = role, host, port, cause
+
+
+def _listen(host: str, port: int, role: str) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((host, port))
-    s.listen(1024)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+        s.listen(1024)
+    except OSError as exc:
+        s.close()
+        raise PortUnavailable(role, host, port, exc) from exc
     s.setblocking(False)
     return s
 
@@ -92,8 +104,12 @@ class SimServer:
 
     # -------------------------------------------------------------- lifecycle
     def _bind(self) -> None:
-        api = _listen(self.host, self._want[0])
-        store = _listen(self.host, self._want[1])
+        api = _listen(self.host, self._want[0], "API")
+        try:
+            store = _listen(self.host, self._want[1], "storage")
+        except PortUnavailable:
+            api.close()
+            raise
         self._sockets = [api, store]
         self.port = api.getsockname()[1]
         self.storage_port = store.getsockname()[1]

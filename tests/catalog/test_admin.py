@@ -34,4 +34,15 @@ def test_catalog_state_list_shows_age_and_staleness(staff, idx):
     resp = staff.get(reverse("admin:catalog_catalogstate_changelist"))
     assert resp.status_code == 200
     page = resp.content.decode()
-    assert "Age (s)" in page and "Stale" in page and "icon-no.svg" in page  # fresh: not stale
+    assert "Age (s)" in page and "Stale" in page
+    # Fresh catalogs get a neutral mark, never the red cross of a boolean "no"; the never-built
+    # subtrees (stale) the admin's warning sign.
+    assert page.count('<span title="fresh">–</span>') == 4 and "icon-no.svg" not in page
+    assert page.count("icon-alert.svg") == 1
+
+
+def test_the_admin_names_the_service_and_offers_no_link_to_a_missing_site(staff):
+    page = staff.get(reverse("admin:index")).content.decode()
+    assert "<title>NEON catalogs, refreshes and schedules | eco-mcp admin</title>" in page
+    assert "eco-mcp administration" in page and "Django administration" not in page
+    assert "View site" not in page

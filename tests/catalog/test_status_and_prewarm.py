@@ -19,7 +19,11 @@ from upstream.client import get_client
 
 
 def test_readiness_is_warming_until_products_and_sites_exist(db, eco_cfg):
-    assert readiness(eco_cfg) == (False, {"status": "warming"})
+    never = {"lastAttemptAt": None, "lastError": None, "upstreamMismatch": None}
+    assert readiness(eco_cfg) == (False, {"status": "warming", "waitingFor": {"products": never, "sites": never},
+                                          "reason": "the products catalog has not been built yet (no attempt has "
+                                                    "ended); the sites catalog has not been built yet (no attempt "
+                                                    "has ended)"})
     assert catalog_status(eco_cfg)["products"] == {"count": 0, "ageSeconds": None, "source": None,
                                                    "refreshedAt": None, "stale": True, "lastError": None,
                                                    "restBase": None, "graphqlUrl": None, "upstreamMismatch": None}
@@ -77,7 +81,12 @@ def test_prewarm_never_raises_when_the_upstream_is_down(db, sim_cfg, fresh_sim, 
     outcomes = async_to_sync(prewarm)(sim_cfg)
     assert outcomes and not any(o.ok for o in outcomes)
     assert "503" in outcomes[0].error
-    assert readiness(sim_cfg) == (False, {"status": "warming"})
+    ready, body = readiness(sim_cfg)
+    assert not ready and body["status"] == "warming" and set(body["waitingFor"]) == {"products", "sites"}
+    failed = body["waitingFor"]["products"]
+    assert "503" in failed["lastError"] and failed["lastAttemptAt"].endswith("Z")
+    assert body["reason"].startswith(f"the products catalog could not be built from {sim_cfg.eco.base_url} (last attempt "
+                                     f"{failed['lastAttemptAt']}): {failed['lastError']}; the sites catalog")
 
 
 def test_failed_refresh_after_a_good_one_is_ready_but_degraded(db, mini_client, eco_cfg, fresh_sim, fresh_index):

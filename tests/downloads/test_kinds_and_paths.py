@@ -84,6 +84,13 @@ def test_host_wildcards_match_subdomains_only():
     assert not allowed("neonscience.org")
 
 
+def test_a_host_off_the_allow_list_is_denied_with_a_hint_naming_the_setting_to_change():
+    with pytest.raises(EcoError) as exc:
+        paths.check_url("http://localhost:8766/storage/f.csv", paths.host_matcher(["data.neonscience.org"]))
+    assert exc.value.code == "download_denied" and exc.value.details == {"host": "localhost"}
+    assert "downloads.allowed_hosts" in exc.value.hint and "ECO_MCP_DOWNLOADS__ALLOWED_HOSTS" in exc.value.hint
+
+
 def test_progress_goes_to_the_downloads_logger_with_files_bytes_and_rate(monkeypatch, caplog):
     from downloads import transfer
 

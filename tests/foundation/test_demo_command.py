@@ -1,12 +1,16 @@
 """`python manage.py eco_demo`: the simulator and the service start together, offline, in their own
-data folder; the printed HTTP URL answers a tool call through the MCP SDK client, the printed stdio
-configuration points at the same simulator; SIGTERM stops both and removes the temporary folder."""
+data folder, and every configuration the demo prints works for what the demo offers: the stdio
+one (Claude Desktop's `mcpServers` JSON, the same in VS Code's) downloads a file, the HTTP
+endpoint lists files with the printed token header, the Python SDK line runs as printed; SIGTERM
+stops both and removes the temporary folder."""
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import io
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -14,11 +18,17 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 ROOT = Path(__file__).resolve().parents[2]
+BIRDS = {"product": "DP1.10003.001", "site_codes": ["HARV"], "start_month": "2020-05"}
+CLAUDE = "Claude Desktop, Cursor or any mcpServers JSON (stdio): "
+VSCODE = "VS Code, .vscode/mcp.json (stdio and HTTP): "
+SDK = "Python SDK, pasted into `python -m asyncio`: "
 
 
 def _listening(url: str) -> bool:
@@ -41,8 +51,26 @@ def _read_until_ready(proc: subprocess.Popen[str]) -> list[str]:
             return lines
 
 
+def _after(lines: list[str], label: str) -> str:
+    [line] = [line for line in lines if line.startswith(label)]
+    return line[len(label):]
+
+
+async def _run_sdk_line(code: str) -> str:
+    """The printed SDK line, run as `python -m asyncio` runs what is pasted into it."""
+    compiled = compile(code, "<sdk line>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    namespace: dict = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        pending = eval(compiled, namespace)
+        if pending is not None:
+            await pending
+    await namespace["client"].__aexit__(None, None, None)
+    return out.getvalue()
+
+
 @pytest.mark.slow
-async def test_eco_demo_serves_a_tool_call_over_http_and_stops_both_processes_on_sigterm():
+async def test_eco_demo_prints_configurations_that_download_list_over_http_and_run_the_sdk_line(tmp_path):
     # A deployment's settings in the caller's environment must not reach the demo.
     env = {**os.environ, "DATABASE_URL": "postgresql://nobody@127.0.0.1:9/none", "ECO_MCP_ECO__BASE_URL":
            "http://127.0.0.1:9/api/v0", "PYTHONUNBUFFERED": "1"}
@@ -50,27 +78,44 @@ async def test_eco_demo_serves_a_tool_call_over_http_and_stops_both_processes_on
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         lines = _read_until_ready(proc)
-        text = "\n".join(lines)
-        http_url = re.search(r"MCP over HTTP: (\S+)", text)[1]  # type: ignore[index]
-        start = lines.index("{")
-        config = json.loads("\n".join(lines[start: lines.index("}", start) + 1]))
-        server = config["mcpServers"]["eco-demo"]
+        http_line = _after(lines, "MCP over HTTP: ").split()
+        http_url, token = http_line[0], http_line[http_line.index("X-API-Token:") + 1]
+        server = json.loads(_after(lines, CLAUDE))["mcpServers"]["eco-demo"]
         assert server["command"] == sys.executable and server["args"] == [str(ROOT / "manage.py"), "eco_mcp_stdio"]
+        vscode = json.loads(_after(lines, VSCODE))["servers"]
+        assert vscode["eco-demo"] == {"type": "stdio", **server}
+        assert vscode["eco-demo-http"] == {"type": "http", "url": http_url, "headers": {"X-API-Token": token}}
         stdio_env = server["env"]
         data_dir = Path(stdio_env["ECO_MCP_DATA_DIR"])
         assert data_dir != ROOT / "data" and (data_dir / "eco.sqlite3").is_file()
         assert stdio_env["ECO_MCP_ECO__BASE_URL"] != "http://127.0.0.1:9/api/v0"
-        assert stdio_env["ECO_MCP_ECO__API_TOKEN"].count(".") == 2  # the simulator's JWT
-        # The stdio configuration's upstream is the running simulator, and it takes the token.
-        sim_products = httpx.get(stdio_env["ECO_MCP_ECO__BASE_URL"] + "/products",
-                                 headers={"X-API-Token": stdio_env["ECO_MCP_ECO__API_TOKEN"]}, timeout=10)
-        assert sim_products.status_code == 200 and sim_products.json()["data"]
+        assert stdio_env["ECO_MCP_ECO__API_TOKEN"] == token and token.count(".") == 2  # the simulator's JWT
+        # The simulator's storage is allowed in the demo's own settings, not by loosening a default.
+        assert stdio_env["ECO_MCP_DOWNLOADS__ALLOWED_HOSTS"] == "localhost"
+        assert stdio_env["ECO_MCP_DOWNLOADS__STORAGE_ORIGINS"].startswith("http://localhost:")
 
-        async with Client(http_url, mode="2026-07-28") as client:
-            found = await client.call_tool("eco_search_products", {"query": "soil temperature", "limit": 3})
+        # HTTP: the endpoint lists files with the printed token in the printed header.
+        headers = {"X-API-Token": token}
+        transport = streamable_http_client(http_url, http_client=create_mcp_http_client(headers=headers))
+        async with Client(transport, mode="2026-07-28") as client:
+            listed = await client.call_tool("eco_list_files", BIRDS)
             ping = await client.call_tool("eco_ping", {})
-        assert not found.is_error and found.structured_content["items"][0]["productCode"] == "DP1.00041.001"
-        assert ping.structured_content["transport"] == "http"
+        assert not listed.is_error, listed.content
+        assert listed.structured_content["files"] and ping.structured_content["transport"] == "http"
+        # The SDK line runs as printed.
+        assert "DP1.00041.001" in await _run_sdk_line(_after(lines, SDK))
+
+        # stdio, spawned as a desktop client would (its own environment, another folder): downloads.
+        params = StdioServerParameters(command=server["command"], args=server["args"], env=stdio_env,
+                                       cwd=str(tmp_path))
+        async with Client(params) as client:
+            downloaded = await client.call_tool("eco_download_files", BIRDS)
+        assert not downloaded.is_error, downloaded.content
+        files = downloaded.structured_content["files"]
+        assert files and {f["status"] for f in files} == {"downloaded"} and all(f["verified"] for f in files)
+        landed = Path(stdio_env["ECO_MCP_DOWNLOADS__DIRECTORY"]) / "DP1.10003.001" / "HARV" / "2020-05"
+        assert landed.parent.parent.parent.is_relative_to(data_dir)
+        assert sorted(p.name for p in landed.iterdir()) == sorted(f["name"] for f in files)
 
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0

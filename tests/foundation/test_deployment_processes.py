@@ -92,7 +92,7 @@ def test_web_process_answers_healthz_on_postgres_and_redis(deployment_env, tmp_p
         body = resp.json()
         assert body["status"] == "ok" and body["transport"] == "http"
         admin = httpx.get(f"http://127.0.0.1:{port}/admin/login/", timeout=5)
-        assert admin.status_code == 200 and "Django" in admin.text
+        assert admin.status_code == 200 and "eco-mcp admin" in admin.text
     finally:
         _stop(proc)
 

@@ -39,4 +39,10 @@ def test_readyz_with_the_real_catalog_is_warming_while_the_catalogs_are_empty():
     with run_http(build_app(cfg=make_cfg(cache__prewarm=False))) as srv:
         resp = httpx.get(f"{srv.base}/readyz")
     assert resp.status_code == 503
-    assert resp.json() == {"status": "warming"}
+    assert resp.json() == {
+        "status": "warming", "startupBuild": {"state": "off"},
+        "reason": "the products catalog has not been built yet (no attempt has ended); the sites catalog has not "
+                  "been built yet (no attempt has ended); nothing builds them at start (cache.prewarm is off): the "
+                  "first tool call that needs them does",
+        "waitingFor": {c: {"lastAttemptAt": None, "lastError": None, "upstreamMismatch": None}
+                       for c in ("products", "sites")}}

@@ -38,7 +38,9 @@ def test_readyz_says_warming_with_503_until_the_background_prewarm_finishes(http
         while later.status_code != 200 and time.monotonic() < deadline:
             time.sleep(0.02)
             later = httpx.get(f"{srv.base}/readyz")
-    assert first.status_code == 503 and first.json() == {"status": "warming"}
+    assert first.status_code == 503
+    assert first.json() == {"status": "warming", "reason": "start-up build attempt 1 is under way",
+                            "startupBuild": {"state": "running", "attempt": 1}}
     assert later.status_code == 200
     assert {"degraded", "tokenConfigured"} <= set(later.json())
 
@@ -47,7 +49,8 @@ def test_no_prewarm_runs_when_prewarm_is_off(http_server, fake_catalog):
     with http_server(make_cfg(cache__prewarm=False)) as srv:
         resp = httpx.get(f"{srv.base}/readyz")
     assert fake_catalog["prewarmed"] == 0
-    assert resp.status_code == 503
+    assert resp.status_code == 503 and resp.json()["startupBuild"] == {"state": "off"}
+    assert "cache.prewarm is off" in resp.json()["reason"]
 
 
 def test_get_and_delete_on_mcp_answer_405_without_opening_a_stream(http_server):

@@ -68,6 +68,49 @@ def test_readyz_answers_503_json_with_a_request_id_when_the_database_is_unreacha
     assert "nowhere" not in resp.text and "Traceback" not in output
 
 
+def test_readyz_says_which_catalog_failed_why_and_when_the_start_up_build_tries_again(tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ECO_MCP_", "ECO_TOKEN", "DJANGO_", "REDIS_URL", "DATABASE_URL", "CELERY_"))}
+    port = _free_port()
+    env.update({
+        # Port 9 on loopback: nothing listens, every upstream request is refused at once.
+        "ECO_MCP_ECO__BASE_URL": "http://127.0.0.1:9/api/v0",
+        "ECO_MCP_ECO__GRAPHQL_URL": "http://127.0.0.1:9/graphql",
+        "ECO_MCP_ECO__RETRIES__MAX_ATTEMPTS": "1",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "ECO_MCP_DATA_DIR": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+    })
+    uvicorn = str(Path(sys.executable).parent / "uvicorn")
+    with (tmp_path / "web.log").open("w+") as log:
+        proc = subprocess.Popen([uvicorn, "eco_service.asgi:application", "--host", "127.0.0.1", "--port", str(port)],
+                                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 90
+            body: dict = {}
+            while body.get("startupBuild", {}).get("state") != "waiting":
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "web.log").read_text()
+                time.sleep(0.3)
+                try:
+                    resp = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=10)
+                except httpx.TransportError:
+                    continue
+                assert resp.status_code == 503
+                body = resp.json()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert body["status"] == "warming"
+    products = body["waitingFor"]["products"]
+    assert products["lastError"].startswith("upstream_unavailable") and products["lastAttemptAt"].endswith("Z")
+    assert set(body["waitingFor"]) == {"products", "sites"}
+    build = body["startupBuild"]
+    assert build["attempts"] == 1 and 0 <= build["retryInSeconds"] <= 30 and build["retryAt"].endswith("Z")
+    assert body["reason"].startswith("the products catalog could not be built from http://127.0.0.1:9/api/v0 "
+                                     f"(last attempt {products['lastAttemptAt']}): {products['lastError']}; ")
+    assert f"tries again in {build['retryInSeconds']} s" in body["reason"]
+
+
 def test_mcp_healthz_readyz_and_refusals_carry_the_security_headers_once(http_server, fake_catalog):
     body, headers = modern_request("tools/list")
     with http_server() as srv:

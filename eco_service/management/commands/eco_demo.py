@@ -2,9 +2,20 @@
 
 Starts the NEON simulator (`eco_sim`) and the MCP service over HTTP (`eco_mcp --transport http`),
 each in its own process on a free loopback port, the service with its own data folder so the
-demo's catalog never mixes with data/eco.sqlite3. When the catalogs are warm it prints the HTTP
-URL and a stdio client configuration that points at the same simulator, token and data folder.
-Ctrl-C or SIGTERM stops both; a temporary data folder is removed.
+demo's catalog never mixes with data/eco.sqlite3. When the catalogs are warm it prints, one line
+each, client configurations that work for everything the demo offers: a `mcpServers` JSON (Claude
+Desktop, Cursor, ...) and a VS Code `.vscode/mcp.json` for stdio, where downloads work, the HTTP
+endpoint with the simulator's token in its header, and a plain Python SDK line. Ctrl-C or SIGTERM
+stops both; a temporary data folder is removed.
+
+What the demo allows that a deployment would not, in its own settings only (never the defaults):
+  - downloads from the simulator's storage, a plain-http origin on loopback
+    (`downloads.allowed_hosts`, `downloads.storage_origins`), into the data folder;
+  - callers' `X-API-Token` over plain http (`server.allow_insecure_header_token`): the service
+    listens on 127.0.0.1 only, so the header never crosses a network, and the token is the
+    simulator's, worth nothing elsewhere. Lending the service's own token to anonymous callers
+    (`server.share_config_token_over_http`) was the alternative; it would let any local process
+    act with it unasked, and would teach nothing a real deployment does.
 
 The simulator runs as a process of its own because the product never imports it
 (tests/architecture); the service does because its data folder is read when settings load.
@@ -26,6 +37,7 @@ import threading
 import time
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
@@ -35,7 +47,8 @@ MANAGE = Path(settings.BASE_DIR) / "manage.py"
 READY_TIMEOUT_S = 180
 # A deployment's settings must not reach the demo: it is offline and keeps to its own folder.
 _DROPPED = ("ECO_MCP_", "ECO_TOKEN", "ECO_API_TOKEN", "DATABASE_URL", "REDIS_URL", "CELERY_", "DJANGO_")
-_SIM_LINE = re.compile(r"REST (?P<rest>http://\S+?)/?\s+GraphQL (?P<graphql>http://\S+)")
+_SIM_LINE = re.compile(r"REST (?P<rest>http://\S+?)/?\s+GraphQL (?P<graphql>http://\S+)\s+"
+                       r"storage (?P<storage>http://[^/\s]+)")
 
 
 def _free_port() -> int:
@@ -83,28 +96,29 @@ class Command(BaseCommand):
             sim = subprocess.Popen([sys.executable, str(MANAGE), "eco_sim", "--port", "0", "--seed", seed],
                                    env=base_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                    start_new_session=True)
-            rest, graphql = self._sim_urls(sim.stdout)
+            rest, graphql, storage = self._sim_urls(sim.stdout)
             upstream = {"ECO_MCP_DATA_DIR": str(data_dir), "ECO_MCP_ECO__BASE_URL": rest,
-                        "ECO_MCP_ECO__GRAPHQL_URL": graphql, "ECO_MCP_ECO__API_TOKEN": token}
+                        "ECO_MCP_ECO__GRAPHQL_URL": graphql}
             port = options["port"] or _free_port()
             log_path = data_dir / "service.log"
             with log_path.open("ab") as log:
                 service = subprocess.Popen(
                     [sys.executable, str(MANAGE), "eco_mcp", "--transport", "http", "--bind-address", "127.0.0.1",
                      "--bind-port", str(port)],
-                    env={**base_env, **upstream, "DJANGO_SECRET_KEY": secrets.token_urlsafe(50)},
+                    env={**base_env, **upstream, "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+                         # Loopback only (see the module docstring): callers bring the demo token.
+                         "ECO_MCP_SERVER__ALLOW_INSECURE_HEADER_TOKEN": "true"},
                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             base = f"http://127.0.0.1:{port}"
             self._wait_ready(base, service, sim, stop, log_path)
             if stop.is_set():
                 return
-            stdio = {"mcpServers": {"eco-demo": {"command": sys.executable,
-                                                 "args": [str(MANAGE), "eco_mcp_stdio"], "env": upstream}}}
-            self.stdout.write(f"eco demo ready (simulator seed {seed}, data folder {data_dir})\n"
-                              f"MCP over HTTP: {base}/mcp   admin: {base}/admin/   log: {log_path}\n"
-                              f"MCP over stdio, a client configuration (valid while this demo runs):\n"
-                              f"{json.dumps(stdio, indent=2)}\n"
-                              "Ctrl-C stops the simulator and the service.")
+            stdio_env = {**upstream, "ECO_MCP_ECO__API_TOKEN": token,
+                         "ECO_MCP_DOWNLOADS__DIRECTORY": str(data_dir / "downloads"),
+                         # The simulator's signed URLs point at its storage port on `localhost`.
+                         "ECO_MCP_DOWNLOADS__ALLOWED_HOSTS": urlsplit(storage).hostname or "localhost",
+                         "ECO_MCP_DOWNLOADS__STORAGE_ORIGINS": storage}
+            self.stdout.write(self._ready_text(seed, data_dir, base, log_path, stdio_env, token))
             self.stdout.flush()
             while not stop.wait(0.5):
                 for name, proc in (("service", service), ("simulator", sim)):
@@ -118,13 +132,35 @@ class Command(BaseCommand):
                 shutil.rmtree(data_dir, ignore_errors=True)
 
     @staticmethod
-    def _sim_urls(out: IO[str] | None) -> tuple[str, str]:
+    def _ready_text(seed: str, data_dir: Path, base: str, log_path: Path, stdio_env: dict[str, str],
+                    token: str) -> str:
+        """What a person needs, one line per client; every configuration holds only while the demo runs."""
+        stdio = {"command": sys.executable, "args": [str(MANAGE), "eco_mcp_stdio"], "env": stdio_env}
+        http = {"type": "http", "url": f"{base}/mcp", "headers": {"X-API-Token": token}}
+        vscode = {"servers": {"eco-demo": {"type": "stdio", **stdio}, "eco-demo-http": http}}
+        sdk = ("import httpx2, mcp; from mcp.client.streamable_http import streamable_http_client; "
+               f"client = await mcp.Client(streamable_http_client({base + '/mcp'!r}, http_client=httpx2.AsyncClient("
+               f"headers={{'X-API-Token': {token!r}}}))).__aenter__(); "
+               "print((await client.call_tool('eco_search_products', {'query': 'soil temperature', 'limit': 3}))"
+               ".structured_content)")
+        return (f"eco demo ready (simulator seed {seed}, data folder {data_dir}, downloads to "
+                f"{stdio_env['ECO_MCP_DOWNLOADS__DIRECTORY']})\n"
+                f"MCP over HTTP: {base}/mcp   header X-API-Token: {token}   admin: {base}/admin/   log: {log_path}\n"
+                "Client configurations, one line each (valid while this demo runs; stdio also downloads):\n"
+                f"Claude Desktop, Cursor or any mcpServers JSON (stdio): "
+                f"{json.dumps({'mcpServers': {'eco-demo': stdio}})}\n"
+                f"VS Code, .vscode/mcp.json (stdio and HTTP): {json.dumps(vscode)}\n"
+                f"Python SDK, pasted into `python -m asyncio`: {sdk}\n"
+                "Ctrl-C stops the simulator and the service.\n")
+
+    @staticmethod
+    def _sim_urls(out: IO[str] | None) -> tuple[str, str, str]:
         assert out is not None
         line = out.readline()
         match = _SIM_LINE.search(line)
         if match is None:
             raise CommandError(f"the simulator did not start: {line.strip() or 'no output'}")
-        return match["rest"], match["graphql"]
+        return match["rest"], match["graphql"], match["storage"]
 
     @staticmethod
     def _wait_ready(base: str, service: subprocess.Popen[bytes], sim: subprocess.Popen[str],

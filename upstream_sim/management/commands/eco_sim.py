@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+import errno
+
 from django.core.management.base import BaseCommand
 
-from upstream_sim.server import SimServer
+from upstream_sim.server import PortUnavailable, SimServer
 from upstream_sim.tokens import issue_token
+
+
+def _port_message(exc: PortUnavailable, opts: dict) -> str:
+    """Which port could not be had, why, and how to pick another (no traceback: a taken port is a
+    person's everyday mistake, not a bug)."""
+    why = "taken by another process" if exc.errno == errno.EADDRINUSE else (exc.cause.strerror or "unavailable").lower()
+    if exc.cause.errno == errno.EADDRNOTAVAIL:
+        fix = "that host is not an address of this machine: pick another with --host (default 127.0.0.1)"
+    elif exc.role == "API":
+        fix = ("pick another with --port N (its storage then listens on N+1 unless --storage-port is given), "
+               "or --port 0 for free ones")
+    else:
+        given = "given by --storage-port" if opts["storage_port"] else f"--port {opts['port']} plus one"
+        fix = (f"that is the storage port ({given}): pick another with --storage-port N or another --port, "
+               "or --port 0 for free ones")
+    return f"eco_sim: cannot listen on {exc.host}:{exc.port} ({why}); {fix}."
 
 
 class Command(BaseCommand):
@@ -28,7 +46,11 @@ class Command(BaseCommand):
         storage_port = opts["storage_port"] or (opts["port"] + 1 if opts["port"] else 0)
         sim = SimServer(seed=opts["seed"], port=opts["port"], storage_port=storage_port, host=opts["host"],
                         rate_limit_scale=opts["rate_limit_scale"])
-        sim._bind()
+        try:
+            sim._bind()
+        except PortUnavailable as exc:
+            self.stderr.write(_port_message(exc, opts))
+            raise SystemExit(2) from None
         self.stdout.write(f"eco_sim seed={opts['seed']} REST {sim.base_url}/  GraphQL {sim.graphql_url}  "
                           f"storage {sim.storage_base}/")
         self.stdout.flush()
