@@ -12,13 +12,36 @@ import calendar
 import hashlib
 import io
 import random
-import re
 import zipfile
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from functools import cache
 from threading import Lock
 
-from . import refdata
+from . import tables
+from .locations import Locations
+from .tabledata import (
+    UTC,
+    Flag,
+    Position,
+    Site,
+    categorical_csv,
+    eml_xml,
+    generic_rows,
+    gentime_dt,
+    lab_rows,
+    litter_rows,
+    month_start,
+    readme_txt,
+    rows_csv,
+    sensor_csv,
+    sensor_positions_csv,
+    soil_depth,
+    srf_csv,
+    validation_csv,
+)
+from .tables import Table
 from .world import World, month_add
 
 try:  # optional accelerator; a pure-Python fallback keeps the simulator dependency-free
@@ -52,7 +75,13 @@ class FileSpec:
     path: str  # storage path relative to the storage base (without query)
     tmi: int = 0
     table: str = ""
-    rows_hint: int = 0
+    code: str = ""
+    site: str = ""
+    ym: str = ""
+    hor: str = ""
+    ver: str = ""
+    gt: str = ""  # the file's generation time (YYYYMMDDTHHMMSSZ)
+    release: str = ""
 
 
 class ByteCache:
@@ -96,6 +125,13 @@ def month_window(ym: str) -> str:
     return f"{ym.replace('-', '')}01T000000--{month_add(ym, 1).replace('-', '')}01T000000"
 
 
+
+# Products whose tables are described field by field in tables.py get one sensor that moved
+# mid-record at every site (it appears twice in sensor_positions, before and after the move).
+MOVE_LAST = datetime(2025, 5, 1, tzinfo=UTC)
+ZIP_STORE_ABOVE = 1_000_000
+
+
 class DataFiles:
     def __init__(self, world: World):
         self.world = world
@@ -104,25 +140,37 @@ class DataFiles:
         self._meta_lock = Lock()
         # file name -> how many times NEON re-published it (tests: a file changed upstream)
         self.revisions: dict[str, int] = {}
+        self._rev_epoch = 0  # bumped by change(): cached package ZIPs hold the old bytes
+        self._locations: Locations | None = None
+        self._lock = Lock()
 
     def change(self, name: str) -> None:
         """Re-publish one file under the same name with other bytes (so another size and MD5),
-        as NEON does when it reprocesses provisional data."""
+        as NEON does when it reprocesses provisional data. A CSV stays a valid table of its kind."""
         with self._meta_lock:
             self.revisions[name] = self.revisions.get(name, 0) + 1
             self._meta.pop(name, None)
+            self._rev_epoch += 1
         self.bytes_cache.drop(name)
 
-    # ------------------------------------------------------------ naming
-    def tables(self, code: str) -> list[dict]:
-        rows = refdata.table_types().get(code)
-        if rows:
-            return rows
+    # ------------------------------------------------------------ the dictionary
+    def product_tables(self, code: str) -> tuple[Table, ...]:
         p = self.world.products[code]
-        base = re.sub(r"[^A-Za-z0-9]+", "_", p["productName"]).strip("_")[:24]
-        if p["_team"] in ("TIS", "AIS"):
-            return [{"tableName": f"{base}_30min", "tableType": "site-date", "tableTMI": "30"}]
-        return [{"tableName": base, "tableType": "site-date", "tableTMI": "0"}]
+        return tables.product_tables(code, p["_team"], p["productName"])
+
+    def dictionary(self, code: str) -> tuple[Table, ...]:
+        """The tables a variables file describes: the data tables, then sensor_positions (sensor
+        products) and science_review_flags."""
+        p = self.world.products[code]
+        return tables.dictionary(code, p["_team"], p["productName"])
+
+    def table(self, code: str, name: str) -> Table:
+        return next(t for t in self.dictionary(code) if t.name == name)
+
+    @cache  # noqa: B019  (one DataFiles per seed, kept for the process)
+    def site(self, code: str) -> Site:
+        s = self.world.sites[code]
+        return Site(code, s["domainCode"], s["siteName"], s["siteLatitude"], s["siteLongitude"], s["_elevation"])
 
     def gentime(self, code: str, site: str, ym: str, release: str) -> str:
         if release != "PROVISIONAL":
@@ -131,15 +179,131 @@ class DataFiles:
         nxt = month_add(ym, 1)
         return f"{nxt.replace('-', '')}{r.randint(2, 27):02d}T{r.randint(0, 23):02d}{r.randint(0, 59):02d}{r.randint(0, 59):02d}Z"
 
+    # ------------------------------------------------------------ sensor positions
+    def layout(self, code: str) -> str:
+        spec = tables.SENSORS.get(code)
+        return spec.layout if spec else "default"
+
     def positions(self, code: str, site: str) -> list[tuple[str, str]]:
+        """The (HOR, VER) indices a sensor product has data files for at a site."""
         s = self.world.sites[site]
         r = self.world.rng("positions", code, site)
         if s["_aquatic"]:
             return [(f"{h:03d}", "100") for h in (101, 102)[: r.randint(1, 2)]]
         levels = s["_levels"] or 4
-        if code in ("DP1.00001.001", "DP1.00002.001", "DP1.00024.001"):
+        layout = self.layout(code)
+        if layout == "soil":  # one of the soil plots 001-005, depths 501 (2 cm) and 502 (6 cm)
+            plot = r.randint(1, 5)
+            return [(f"{plot:03d}", "501"), (f"{plot:03d}", "502")]
+        if layout == "tower" or code == "DP1.00024.001":
             return [("000", f"0{lv}0") for lv in range(1, levels + 1)]
+        if layout == "tower_below_top":  # the top level carries the triple-aspirated sensor instead
+            return [("000", f"0{lv}0") for lv in range(1, levels)]
+        if layout == "tower_top":
+            return [("000", f"0{levels}0")]
         return [("000", "0" + str(r.randint(1, levels)) + "0")]
+
+    @property
+    def locations(self) -> Locations:
+        with self._lock:
+            if self._locations is None:
+                self._locations = Locations(self.world)
+            return self._locations
+
+    @cache  # noqa: B019
+    def sensor_positions(self, code: str, site: str) -> tuple[Position, ...]:
+        """Every position's location, reference and offsets over time: one row per period, so a
+        sensor that moved has two (the first ends when the second starts)."""
+        w = self.world
+        s = w.sites[site]
+        r = w.rng("sensor-positions", code, site)
+        locs = self.locations
+        b = locs.block(site)
+        nm = s["siteName"].replace(" NEON", "")
+        start_y, start_m = int(s["_start"][:4]), int(s["_start"][5:])
+        install = datetime(start_y, start_m, 1, tzinfo=UTC) - timedelta(days=r.randint(10, 90))
+        layout = self.layout(code)
+        out: list[Position] = []
+        for hor, ver in self.positions(code, site):
+            h = int(hor)
+            if layout == "soil":
+                loc, desc = f"CFGLOC{b + 400 + (h - 1) * 10 + int(ver) - 500}", f"{nm} Soil Sensor Plot {h}, " \
+                                                                                 f"Depth {int(ver) - 500}"
+                ref = f"SOILAR{b + 310 + h}"
+                x, y, z = r.uniform(-1.5, 1.5), r.uniform(-1.5, 1.5), -soil_depth(ver) + r.uniform(-0.01, 0.01)
+            elif hor == "000":
+                lv = int(ver) // 10
+                offset = {"DP1.00002.001": 0, "DP1.00001.001": 1}.get(code)
+                loc = f"CFGLOC{b + 100 + (lv - 1) * 4 + offset}" if offset is not None else f"CFGLOC{b + 200 + lv}"
+                node = locs.get(loc)
+                desc = node["locationDescription"] if node else f"{nm} {w.products[code]['productName']} L{lv}"
+                ref = f"TOWER{b}"
+                x, y, z = r.uniform(-3, 3), r.uniform(-3, 3), (node or {}).get("zOffset", lv * 5.0) + r.uniform(
+                    -0.5, 0.5)
+            else:
+                loc, desc = f"CFGLOC{b + 330 + h - 100}", f"{nm} Sensor Station S{h - 100}"
+                ref = f"HUT{b + 300}" if s["_aquatic"] else f"TOWER{b}"
+                x, y, z = r.uniform(-20, 20), r.uniform(-20, 20), r.uniform(-1.0, 0.5)
+            ref_node = locs.get(ref) or {}
+            ref_start = ref_node.get("_active", (None, None))[0]
+            ref_from = (datetime.strptime(ref_start, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) if ref_start
+                        else install - timedelta(days=365))
+            out.append(Position(
+                hor=hor, ver=ver, location_id=loc, description=desc, reference_id=ref,
+                reference_description=ref_node.get("locationDescription", ref),
+                reference_start=min(ref_from, install),  # a reference exists before what is placed from it
+                ref_lat=ref_node.get("locationDecimalLatitude", s["siteLatitude"]),
+                ref_lon=ref_node.get("locationDecimalLongitude", s["siteLongitude"]),
+                ref_elevation=ref_node.get("locationElevation", s["_elevation"]),
+                start=install, end=None, x=x, y=y, z=z, azimuth=r.uniform(0, 360), x_azimuth=r.uniform(0, 360)))
+        if code in tables.SENSORS and out and not s["_aquatic"]:
+            i = r.randrange(len(out))
+            old = out[i]
+            span = (MOVE_LAST - old.start).days
+            moved = old.start + timedelta(days=r.randint(min(365, span // 2), max(span, 1)), hours=r.randint(8, 16))
+            dz = r.choice((-1, 1)) * (r.uniform(0.01, 0.03) if layout == "soil" else r.uniform(0.5, 1.5))
+            out[i] = replace(old, end=moved)
+            out.insert(i + 1, replace(old, start=moved, end=None, z=old.z + dz, x=old.x + r.uniform(-0.2, 0.2)))
+        return tuple(out)
+
+    # ------------------------------------------------------------ science review flags
+    @cache  # noqa: B019
+    def srf_flags(self, code: str, site: str) -> tuple[Flag, ...]:
+        """The science review flags NEON raised on this product at this site (none at most sites);
+        srfIDs are unique across sites, as NEON's database identifiers are."""
+        w = self.world
+        r = w.rng("srf", code, site)
+        if r.random() >= 0.3:
+            return ()
+        months = w.availability(code).get(site, [])
+        if not months:
+            return ()
+        team = w.products[code]["_team"]
+        data = [t for t in self.product_tables(code) if not t.is_lab]
+        if not data:  # a product of lab tables only: NEON flags site data, not lab summaries
+            return ()
+        out = []
+        for k in range(r.randint(1, 3)):
+            ym = r.choice(months)
+            start = month_start(ym) + timedelta(days=r.randint(0, 20), hours=r.randint(0, 23))
+            end = start + timedelta(hours=r.randint(2, 24 * 9))
+            created = end + timedelta(days=r.randint(20, 300))
+            t = r.choice(data)
+            field = next((f.name for f in t.fields if f.dataType == "real"), t.fields[-1].name)
+            hor, ver = r.choice(self.positions(code, site)) if tables.is_sensor_product(team) else ("", "")
+            digest = hashlib.sha256(f"{w.seed}|srf|{code}|{site}|{k}".encode()).digest()
+            out.append(Flag(srf_id=int.from_bytes(digest[:4], "big") % 90_000_000 + 10_000_000, start=start, end=end,
+                            field_name=field, hor=hor, ver=ver, value=r.choice((1, 2)),
+                            justification=r.choice(("Sensor malfunction identified by science review.",
+                                                    "Values affected by a field calibration error.",
+                                                    "Data redacted after a sample handling error.")),
+                            created=created, updated=created + timedelta(days=r.randint(0, 200))))
+        return tuple(out)
+
+    # ------------------------------------------------------------ naming
+    def table_present(self, code: str, site: str, ym: str, table: Table) -> bool:
+        """Optional tables (chemistry) are published only in the months that have such samples."""
+        return not table.optional or self.world.rng("optional-table", code, site, ym, table.name).random() < 0.35
 
     def package_files(self, code: str, site: str, ym: str, package: str, release: str) -> list[FileSpec]:
         w = self.world
@@ -154,7 +318,8 @@ class DataFiles:
         out: list[FileSpec] = []
 
         def add(name: str, kind: str, **kw) -> None:
-            out.append(FileSpec(name=name, kind=kind, package=package, path=f"{folder}/{name}", **kw))
+            out.append(FileSpec(name=name, kind=kind, package=package, path=f"{folder}/{name}", code=code, site=site,
+                                ym=ym, gt=gt, release=release, **kw))
 
         if code == "DP4.00200.001":
             add(f"{prefix}.nsae.{ym}.{package}.{gt}.h5", "h5")
@@ -165,28 +330,26 @@ class DataFiles:
             for i in range(r.randint(1, 3)):
                 add(f"NEON_{dom}_{site}_{lvl}_{e0 + 1000 * i}_{n0}_{code[4:9]}.tif", "tile")
         else:
-            sensor = p["_team"] in ("TIS", "AIS")
-            for t in self.tables(code):
-                tmi = int(t.get("tableTMI") or 0)
-                name = t["tableName"]
-                ttype = t.get("tableType", "site-date")
-                if sensor and tmi:
+            sensor = tables.is_sensor_product(p["_team"])
+            for t in self.product_tables(code):
+                if sensor and t.tmi:
                     for hor, ver in self.positions(code, site):
-                        add(f"{prefix}.{hor}.{ver}.{tmi:03d}.{name}.{ym}.{package}.{gt}.csv", "data",
-                            tmi=tmi, table=name)
-                elif ttype.startswith("lab"):
-                    add(f"NEON.Lab_{dom}.{name}.{gt}.csv", "data", table=name, rows_hint=12)
-                elif ttype == "site-all":
-                    add(f"{prefix}.{name}.{package}.{gt}.csv", "data", table=name, rows_hint=40)
-                else:
-                    add(f"{prefix}.{name}.{ym}.{package}.{gt}.csv", "data", table=name, rows_hint=60)
+                        add(f"{prefix}.{hor}.{ver}.{t.tmi:03d}.{t.name}.{ym}.{package}.{gt}.csv", "data",
+                            tmi=t.tmi, table=t.name, hor=hor, ver=ver)
+                elif t.is_lab:
+                    add(f"NEON.{t.lab}.{t.name}.{gt}.csv", "data", table=t.name)
+                elif t.ttype == "site-all":
+                    add(f"{prefix}.{t.name}.{package}.{gt}.csv", "data", table=t.name)
+                elif self.table_present(code, site, ym, t):
+                    add(f"{prefix}.{t.name}.{ym}.{package}.{gt}.csv", "data", table=t.name)
             if sensor:
-                add(f"{prefix}.sensor_positions.{gt}.csv", "sensor_positions")
+                add(f"{prefix}.sensor_positions.{gt}.csv", "sensor_positions", table="sensor_positions")
             else:
                 add(f"{dp0}.validation.{gt}.csv", "validation")
                 add(f"{dp0}.categoricalCodes.{gt}.csv", "categoricalCodes")
-            if w.rng("srf", code, site).random() < 0.3:
-                add(f"{prefix}.science_review_flags.{gt}.csv", "science_review_flags")
+            published = gentime_dt(gt)
+            if any(f.created <= published for f in self.srf_flags(code, site)):
+                add(f"{prefix}.science_review_flags.{gt}.csv", "science_review_flags", table="science_review_flags")
             add(f"{prefix}.variables.{gt}.csv", "variables")
         last_day = calendar.monthrange(int(ym[:4]), int(ym[5:]))[1]
         ymd = ym.replace("-", "")
@@ -195,18 +358,17 @@ class DataFiles:
         return out
 
     def package_name(self, code: str, site: str, ym: str, package: str, release: str) -> str:
+        """Released packages end in their tag, provisional ones in PROVISIONAL: neonutilities reads
+        each stacked row's release from the folder its ZIP unpacks to."""
         dom = self.world.sites[site]["domainCode"]
         gt = self.gentime(code, site, ym, release)
-        base = f"NEON.{dom}.{site}.{code}.{ym}.{package}.{gt}"
-        return (base if release == "PROVISIONAL" else f"{base}.{release}") + ".zip"
+        return f"NEON.{dom}.{site}.{code}.{ym}.{package}.{gt}.{release}.zip"
 
     # ------------------------------------------------------------ bytes
     def content(self, spec: FileSpec) -> bytes:
         got = self.bytes_cache.get(spec.name)
         if got is None:
-            got = self._generate(spec)
-            if self.revisions.get(spec.name):
-                got += f"# revision {self.revisions[spec.name]}\n".encode()
+            got = self._generate(spec, self.revisions.get(spec.name, 0))
             self.bytes_cache.put(spec.name, got)
         return got
 
@@ -220,110 +382,62 @@ class DataFiles:
                 self._meta[spec.name] = m
         return m
 
-    def _generate(self, spec: FileSpec) -> bytes:
-        r = random.Random(f"{self.world.seed}|file|{spec.name}")
-        m = re.search(r"\.(\d{4}-\d{2})\.", spec.name)
-        ym = m.group(1) if m else "2020-01"
+    def _generate(self, spec: FileSpec, rev: int) -> bytes:
+        # Basic and expanded files of one table share a stream: the expanded file holds the basic
+        # one's values plus its own columns. A revision gives the file a stream of its own.
+        key = spec.name.replace(".expanded.", ".basic.") + (f"|revision {rev}" if rev else "")
+        r = random.Random(f"{self.world.seed}|file|{key}")
+        note = f"(revision {rev})" if rev else ""
         if spec.kind == "h5":
-            return b"\x89HDF\r\n\x1a\n" + r.randbytes(r.randint(10_500_000, 12_500_000))
+            body = b"\x89HDF\r\n\x1a\n" + r.randbytes(r.randint(10_500_000, 12_500_000))
+            return body + (f"# revision {rev}\n".encode() if rev else b"")
         if spec.kind == "tile":
-            return b"II*\x00" + r.randbytes(r.randint(300_000, 1_500_000))
-        if spec.kind == "data" and spec.tmi:
-            return _sensor_csv(r, spec, ym)
+            body = b"II*\x00" + r.randbytes(r.randint(300_000, 1_500_000))
+            return body + (f"# revision {rev}\n".encode() if rev else b"")
+        p = self.world.products[spec.code]
+        site = self.site(spec.site)
+        published = gentime_dt(spec.gt)
         if spec.kind == "data":
-            return _os_csv(r, spec, ym)
+            t = self.table(spec.code, spec.table)
+            if spec.tmi:
+                return sensor_csv(r, tables.sensor_spec(spec.code, t.name), t, spec.package, site, spec.ym,
+                                  spec.ver)
+            if t.is_lab:
+                return rows_csv(t, spec.package, lab_rows(r, t, published))
+            if spec.code == "DP1.10033.001":
+                return rows_csv(t, spec.package, litter_rows(self.world.seed, r, t, site, spec.ym))
+            return rows_csv(t, spec.package, generic_rows(r, t, site, spec.ym, t.ttype == "site-all"))
+        if spec.kind == "variables":
+            return tables.variables_csv(spec.code, p["_team"], p["productName"], note)
+        if spec.kind == "sensor_positions":
+            return sensor_positions_csv(tables.SENSOR_POSITIONS, list(self.sensor_positions(spec.code, spec.site)),
+                                        published, note)
+        if spec.kind == "science_review_flags":
+            return srf_csv(tables.SCIENCE_REVIEW_FLAGS, site, spec.code, list(self.srf_flags(spec.code, spec.site)),
+                           published, note)
+        if spec.kind == "validation":
+            return validation_csv(self.product_tables(spec.code), note)
+        if spec.kind == "categoricalCodes":
+            return categorical_csv(tables.categorical_codes(self.product_tables(spec.code)), note)
         if spec.kind == "EML":
-            return (f'<?xml version="1.0" encoding="UTF-8"?>\n<eml:eml packageId="{spec.name}" '
-                    f'system="http://neonscience.org" xmlns:eml="https://eml.ecoinformatics.org/eml-2.2.0">\n'
-                    f"  <dataset><title>{spec.name}</title><pubDate>{ym}</pubDate></dataset>\n</eml:eml>\n").encode()
+            return eml_xml(p, site, self.product_tables(spec.code), spec.name, spec.ym, note)
         if spec.kind == "readme":
-            lines = [f"This data package was produced by NEON. File: {spec.name}",
-                     "CHANGE LOG", "Please see the issue log for known issues.", ""]
-            lines += [f"Note {i}: {r.random():.6f}" for i in range(r.randint(5, 30))]
-            return "\n".join(lines).encode()
-        header = {
-            "variables": "table,fieldName,description,dataType,units,downloadPkg,pubFormat",
-            "sensor_positions": "HOR.VER,sensorLocationID,sensorLocationDescription,positionStartDateTime,"
-                                "positionEndDateTime,xOffset,yOffset,zOffset,referenceLatitude,referenceLongitude",
-            "validation": "table,fieldName,description,dataType,entryValidationRulesParser",
-            "categoricalCodes": "lovName,lovElementName,lovElementCode,effectiveDate,endDate",
-            "science_review_flags": "srfID,tableName,namedLocation,startDateTime,endDateTime,srfFlag,userComment",
-        }[spec.kind]
-        rows = [header] + [",".join(f"v{i}_{r.randint(0, 99999)}" for i in range(header.count(",") + 1))
-                           for _ in range(r.randint(5, 40))]
-        return ("\n".join(rows) + "\n").encode()
+            return readme_txt(p, site, self.product_tables(spec.code), spec.gt, spec.release, note)
+        raise ValueError(f"no generator for {spec.kind}")
 
     def package_zip(self, code: str, site: str, ym: str, package: str, release: str) -> tuple[str, bytes]:
         name = self.package_name(code, site, ym, package, release)
-        got = self.bytes_cache.get(name)
+        key = f"{name}|{self._rev_epoch}"
+        got = self.bytes_cache.get(key)
         if got is None:
             buf = io.BytesIO()
             with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
                 for spec in self.package_files(code, site, ym, package, release):
+                    body = self.content(spec)
                     info = zipfile.ZipInfo(spec.name, date_time=(int(ym[:4]), int(ym[5:]), 1, 0, 0, 0))
-                    info.compress_type = zipfile.ZIP_DEFLATED
-                    zf.writestr(info, self.content(spec))
+                    # Deflating a month of 1-minute data costs more than generating it: big files are stored.
+                    info.compress_type = zipfile.ZIP_DEFLATED if len(body) < ZIP_STORE_ABOVE else zipfile.ZIP_STORED
+                    zf.writestr(info, body)
             got = buf.getvalue()
-            self.bytes_cache.put(name, got)
+            self.bytes_cache.put(key, got)
         return name, got
-
-
-_STAMPS: dict[tuple[str, int], list[str]] = {}
-
-
-def _stamps(ym: str, tmi: int) -> list[str]:
-    """ISO timestamps for every averaging interval of the month (cached: shared by many files)."""
-    key = (ym, tmi)
-    got = _STAMPS.get(key)
-    if got is None:
-        y, m = int(ym[:4]), int(ym[5:])
-        step = {24: 1440, 12: 43200, 365: 43200, 100: 15}.get(tmi, tmi)
-        total = calendar.monthrange(y, m)[1] * 1440
-        got = []
-        for t in range(0, total, step):
-            d, rem = divmod(t, 1440)
-            got.append(f"{ym}-{d + 1:02d}T{rem // 60:02d}:{rem % 60:02d}:00Z")
-        if len(_STAMPS) > 64:
-            _STAMPS.clear()
-        _STAMPS[key] = got
-    return got
-
-
-def _sensor_csv(r: random.Random, spec: FileSpec, ym: str) -> bytes:
-    stamps = _stamps(ym, spec.tmi)
-    expanded = spec.package == "expanded"
-    var = re.sub(r"[^A-Za-z]", "", spec.table.split("_")[0])[:12] or "value"
-    cols = ["startDateTime", "endDateTime", f"{var}Mean", f"{var}Minimum", f"{var}Maximum", f"{var}FinalQF"]
-    if expanded:
-        cols[5:5] = [f"{var}Variance", f"{var}NumPts", f"{var}ExpUncert"]
-    base = r.uniform(0, 20)
-    rnd = r.random
-    out = [",".join(cols)]
-    prev = stamps[0]
-    for nxt in [*stamps[1:], stamps[-1]]:
-        v = base + rnd() * 5
-        if expanded:
-            out.append(f"{prev},{nxt},{v:.2f},{v - 1:.2f},{v + 1:.2f},{rnd():.3f},30,{rnd():.2f},{int(rnd() < 0.05)}")
-        else:
-            out.append(f"{prev},{nxt},{v:.2f},{v - 1:.2f},{v + 1:.2f},{int(rnd() < 0.05)}")
-        prev = nxt
-    return ("\n".join(out) + "\n").encode()
-
-
-def _os_csv(r: random.Random, spec: FileSpec, ym: str) -> bytes:
-    cols = ["uid", "namedLocation", "domainID", "siteID", "plotID", "collectDate", "sampleID",
-            "measurement", "remarks"]
-    if spec.package == "expanded":
-        cols.append("dataQF")
-    parts = spec.name.split(".")
-    dom, site = (parts[1], parts[2]) if len(parts) > 3 and parts[1].startswith("D") else ("D00", "LAB")
-    out = [",".join(cols)]
-    for i in range(spec.rows_hint + r.randint(0, spec.rows_hint)):
-        uid = f"{r.getrandbits(32):08x}-{r.getrandbits(16):04x}-4{r.getrandbits(12):03x}-8{r.getrandbits(12):03x}-{r.getrandbits(48):012x}"
-        plot = f"{site}_{r.randint(1, 40):03d}"
-        row = [uid, f"{plot}.basePlot.{spec.table[:3]}", dom, site, plot, f"{ym}-{r.randint(1, 28):02d}",
-               f"{plot}.{ym.replace('-', '')}.{i}", f"{r.uniform(0, 100):.3f}", ""]
-        if spec.package == "expanded":
-            row.append("legacyData" if r.random() < 0.02 else "")
-        out.append(",".join(row))
-    return ("\n".join(out) + "\n").encode()
