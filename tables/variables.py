@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -105,3 +106,27 @@ def column_type(f: FieldDef) -> str:
         if f.pub_format in YEAR:
             return "int64"
     return "string"
+
+
+_CONTENTS_LINE = re.compile(r"^-\s+(?P<name>\S+)\s+-\s+(?P<desc>.+?)\s*$")
+
+
+def table_descriptions(readme: bytes) -> dict[str, str]:
+    """Each table's description from a package readme ("DATA PACKAGE CONTENTS": one
+    "- <table> - <description>" line per table after "This data product contains up to N data
+    tables:"); nothing when the readme has no such list."""
+    text = readme.decode("utf-8", errors="replace")
+    out: dict[str, str] = {}
+    listing = False
+    for line in text.splitlines():
+        if re.search(r"contains up to \d+ data tables", line):
+            listing = True
+            continue
+        if listing:
+            m = _CONTENTS_LINE.match(line.strip())
+            if not m:
+                if out:
+                    break
+                continue
+            out[m["name"]] = m["desc"]
+    return out
