@@ -171,11 +171,11 @@ def _app(case: str) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
     django.setup()
     import catalog.access
     import catalog.index
-    import mcp_gateway.health
+    import catalog.status
     from mcp_gateway.http_app import build_app
 
     catalog.index.CHECK_INTERVAL_S = catalog.access.CHECK_INTERVAL_S = 1e9  # type: ignore[misc]
-    mcp_gateway.health.STATUS_TTL_S = 1e9  # type: ignore[misc]
+    catalog.status.STATUS_TTL_S = 1e9  # type: ignore[misc]
     return build_app(django_app=None), {**CASES, **EXTRA_CASES}[case]
 
 

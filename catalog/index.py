@@ -540,9 +540,9 @@ def _hold(key: VersionsKey, idx: CatalogIndex) -> None:
 
 def _new_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> CatalogIndex:
     """The index of these catalogs, loaded or built, moved out of the cyclic collector's reach
-    (gc.freeze(), here, once per new index). A warm index is ~100,000 objects that live until the
-    next catalog swap; every full collection walked all of them, ~110 ms with the event loop
-    stopped, most of a catalog call's p99 under load. Frozen objects sit in the permanent
+    (gc.freeze(), here, once per new index). A warm index is a great many objects that live until
+    the next catalog swap, and every full collection walked all of them with the event loop
+    stopped, the largest part of a catalog call's tail latency under load. Frozen objects sit in the permanent
     generation, which collections skip; an index holds no reference cycles (dropping one leaves
     nothing for the collector), so a frozen index that is superseded is still freed by reference
     counting. The young generations are collected first, so no young cyclic garbage is frozen
@@ -550,9 +550,8 @@ def _new_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catalo
 
     A new process takes the index of these catalogs that the last build left in the data folder
     (catalog.index_snapshot), far cheaper than building it again. Its load runs with the collector
-    off: with it on, young passes walked the ~100,000 containers one call makes again and again
-    (~0.2 s of CPU against ~0.07 s), and the index is frozen before the collector is back, so no
-    pass walks it even once."""
+    off: with it on, young passes walked the containers the load makes again and again, and the
+    index is frozen before the collector is back, so no pass walks it even once."""
     from catalog import index_snapshot
 
     gc.collect(1)

@@ -1,11 +1,11 @@
 """A built search index kept on disk, so a new process whose database holds the same catalogs
-takes it in ~0.1 s instead of building it (~1 s of CPU: every availability row read and parsed).
+takes it at a fraction of a build's cost (a build reads and parses every availability row).
 
     load(versions, info, make) -> CatalogIndex | None   the kept index of exactly these catalogs
     save(idx)                                     keep `idx` (best effort), forgetting older ones
 
-A stdio server is a new process per agent session, and its first catalog call waited for the
-build (issue 19: first search within 1.5 s of spawn). The file sits in the data folder's cache/
+A stdio server is a new process per agent session, and its first catalog call would otherwise
+wait for the build. The file sits in the data folder's cache/
 (next to the kept tool listing, mcp_gateway/registry.py), one per host: replicas sharing one
 PostgreSQL database each keep their own, which is fine.
 
@@ -23,10 +23,7 @@ object once however often it is referenced. What is per process is not kept: the
 words (`_token_cache`), the build time, and `info` (refresh times and row counts, read from the
 database at every load since they change without a new catalog version).
 
-Figures (simulated catalog, 2-core box under load; bench/bench_memory.py, /tmp A/B of stdio
-spawns): a load is ~0.1 s of CPU against ~1.37 s for a build, and writing one after a build ~0.1-0.2
-s; a stdio server's CPU to its first eco_search_products answer 3.66 -> 2.49 s (medians of 8,
-interleaved, same run), wall 3.82 -> 2.59 s.
+What a load costs against a build is measured by bench/bench_memory.py.
 
 Only indexes of swapped-in catalogs are kept (every catalog has a refresh time): hand-made
 catalog states, as tests make, carry no stamp that tells one catalog from another. A private

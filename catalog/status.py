@@ -20,7 +20,8 @@ agree) says why one is not, and such a catalog counts as missing for readiness a
 catalog.services.warm, which rebuilds it before a tool reads it.
 
 Both are synchronous and read the database (one small query): from async code call them
-through `asgiref.sync.sync_to_async`.
+through `asgiref.sync.sync_to_async`, or read `await status_report(cfg)`: catalog_status as
+eco_ping and /metrics read it, at most once a second, with the database's outage reported in it.
 
 `degraded` is true when the GraphQL breaker is open (catalogs come from REST) or when the last
 refresh attempt of a catalog failed (the previous catalog is still served).
@@ -32,11 +33,22 @@ marked failed there and then (claim cleared, the error recorded), so it never re
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from anyio import to_thread
+from django import db
+
+from catalog import index
 from catalog.models import CATALOGS, SUBTREES, CatalogState
+from catalog.outage import DATABASE_DOWN
 from eco_core.config import EcoConfig, get_config
+from eco_core.memo import memos
+
+log = logging.getLogger("eco.catalog")
 
 READY_NEEDS = ("products", "sites")
 INTERRUPTED = "interrupted: the process running the subtree refresh ended before it finished (killed or crashed)"
@@ -120,6 +132,46 @@ def _mark_interrupted(state: CatalogState) -> CatalogState:
     CatalogState.objects.filter(catalog=SUBTREES, progress_at=state.progress_at).update(
         progress_at=None, last_error=INTERRUPTED)
     return CatalogState.objects.filter(catalog=SUBTREES).first() or state
+
+# eco_ping would otherwise read the catalog state from the database on every call (a connection
+# each time): one read a second serves every ping in between, as the index checks catalog
+# versions, and a swap in this process (index.generation) shows at once.
+STATUS_TTL_S = 1.0
+# The catalog status while the database does not answer: nothing known of the catalogs.
+DATABASE_DOWN_STATUS: dict[str, Any] = {"ready": False, "degraded": True, "database": "down"}
+# Per configuration: (index generation, monotonic deadline, status).
+_reports = memos.by_identity("status.reports", max_entries=4)
+
+
+async def status_report(cfg: EcoConfig) -> dict[str, Any]:
+    """catalog_status with `database` "up", or DATABASE_DOWN_STATUS when the database is
+    unreachable: a report, never an error (eco_ping answers through an outage). Either is kept
+    STATUS_TTL_S, so calls during an outage do not each wait for a connection to fail."""
+    generation = index.generation()
+    kept = _reports.get(cfg)
+    if kept is not None and kept[0] == generation and time.monotonic() < kept[1]:
+        return kept[2]
+    was_down = kept is not None and kept[2] is DATABASE_DOWN_STATUS
+    try:
+        # The ORM stays off the event loop; catalog_status is looked up now, so a test's stand-in serves.
+        status = {**await to_thread.run_sync(_closing, catalog_status, cfg), "database": "up"}
+    except DATABASE_DOWN as exc:
+        if not was_down:  # once an outage, not once a second; the class only, never the driver's message
+            log.warning("catalog status: database unavailable (%s)", type(exc).__name__)
+        status = DATABASE_DOWN_STATUS
+    else:
+        if was_down:
+            log.info("catalog status: the database answers again")
+    _reports.put(cfg, value=(generation, time.monotonic() + STATUS_TTL_S, status))
+    return status
+
+
+def _closing(fn: Callable[[EcoConfig], dict[str, Any]], cfg: EcoConfig) -> dict[str, Any]:
+    """`fn(cfg)` in a worker thread of anyio's, whose connections nothing else would close."""
+    try:
+        return fn(cfg)
+    finally:
+        db.connections.close_all()
 
 
 SUBTREES_READYZ = ("ageSeconds", "stale", "refreshing", "sitesDone", "sitesTotal", "lastError",

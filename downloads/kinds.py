@@ -22,10 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["data", "variables", "readme", "sensor_positions", "eml", "science_review_flags",
-               "categorical_codes", "validation", "package", "other"]
-KINDS: tuple[str, ...] = ("data", "variables", "readme", "sensor_positions", "eml", "science_review_flags",
-                          "categorical_codes", "validation", "package", "other")
+# What a NEON file is, read from its name.
+FileKind = Literal["data", "variables", "readme", "sensor_positions", "eml", "science_review_flags",
+                   "categorical_codes", "validation", "package", "other"]
 
 _PRODUCT = r"DP\d\.\d{5}\.\d{3}"
 _HEAD = rf"^NEON\.(?P<dom>D\d\d)\.(?P<site>[A-Z]{{4}})\.(?:{_PRODUCT}|DP0\.\d{{5}}\.\d{{3}})\."
@@ -48,7 +47,7 @@ AOP = re.compile(r"^NEON_D\d\d_[A-Z]{4}_DP\d_.+\.(?:tif|laz|h5|zip|wvz|plz)$")
 
 @dataclass(frozen=True)
 class NameParts:
-    kind: Kind
+    kind: FileKind
     table: str | None = None
     hor: str | None = None
     ver: str | None = None
@@ -61,7 +60,7 @@ def classify(name: str) -> NameParts:
         return NameParts("package")
     m = META.match(name)
     if m:
-        return NameParts(_META[m["word"]])  # type: ignore[arg-type]  # values are Kind literals
+        return NameParts(_META[m["word"]])  # type: ignore[arg-type]  # values are FileKind literals
     m = SENSOR.match(name)
     if m:
         return NameParts("data", m["table"], m["hor"], m["ver"], m["tmi"])

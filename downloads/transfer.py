@@ -1,17 +1,17 @@
-"""eco_download_files' reads and writes: the plan's files onto disk, verified.
+"""The plan's files onto disk, verified: eco_download_files' transfers.
 
-    await download(idx=, client=, cfg=, req=) -> DownloadRecord
+    await download(client, cfg, plan) -> (files, totals)
 
-Each file streams to `<name>.part` beside its final name, is checked (MD5 for data and
-prototype files; ZIP integrity for package ZIPs; the announced length for documents) and only
-then renamed. A mismatch deletes the partial file (`checksum_mismatch`). A `.part` left by an
-interrupted call is continued with a Range request (the MD5 still covers the whole file) when it
-is this service's own: a regular file of one link, owned by the service's user; anything else
-at that name is removed (by name) and the file fetched afresh, never written through, and a new
-`.part` is always created exclusively. A signed URL that has expired is refreshed by asking NEON
-for the file again. An existing file identical to the upstream one is skipped. Transfers run
-`eco.max_concurrency` at a time, with progress on stderr for long plans, and every call updates
-the directory's manifest.
+Each file streams through the upstream client (`UpstreamClient.stream`) to `<name>.part` beside
+its final name, is checked (MD5 for data and prototype files; ZIP integrity for package ZIPs;
+the announced length for documents) and only then renamed. A mismatch deletes the partial file
+(`checksum_mismatch`). A `.part` left by an interrupted call is continued with a Range request
+(the MD5 still covers the whole file) when it is this service's own: a regular file of one link,
+owned by the service's user; anything else at that name is removed (by name) and the file
+fetched afresh, never written through, and a new `.part` is always created exclusively. A signed
+URL that has expired is refreshed by asking NEON for the file again. An existing file identical
+to the upstream one is skipped. Transfers run `eco.max_concurrency` at a time, with progress on
+stderr for long plans, and every call updates the directory's manifest.
 """
 
 from __future__ import annotations
@@ -31,20 +31,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
-from urllib.parse import urlsplit
 
-import httpx
 from pydantic import Field
 
-from catalog.index import CatalogIndex
 from downloads import manifest, paths
-from downloads.plan import Item, Plan, Request, Source, make_plan
+from downloads.plan import Item, Plan, Selection
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from eco_core.wire import WireModel
-from upstream import context, mapping
+from upstream import context
 from upstream.bodies import body_chunks
-from upstream.http import Call
 
 if TYPE_CHECKING:
     from upstream.client import UpstreamClient
@@ -70,10 +66,11 @@ Status = Literal["downloaded", "resumed", "skipped", "replaced"]
 T = TypeVar("T")
 
 
+# One file's outcome and the call's totals, as eco_download_files returns them.
 class DownloadedFileOut(WireModel):
     path: str = Field(description="Under downloadDir.")
     name: str
-    source: Source
+    source: Selection
     status: Status
     size: int
     md5: str | None
@@ -97,13 +94,6 @@ class DownloadTotals(WireModel):
     mb_per_second: float | None
 
 
-class DownloadRecord(WireModel):
-    download_dir: str
-    requested: int
-    files: list[DownloadedFileOut]
-    totals: DownloadTotals
-
-
 @dataclass
 class Progress:
     total_files: int
@@ -121,15 +111,6 @@ class Progress:
             rate = self.bytes / max(now - self.started, 1e-6) / 1e6
             log.info("download progress: %d/%d files, %d/%d bytes, %.1f MB/s", self.files_done, self.total_files,
                      self.bytes, self.total_bytes, rate)
-
-
-def _endpoint(url: str, cfg: EcoConfig) -> str:
-    """For messages and accounting: upstream paths without their query, other hosts by name only
-    (signed URLs carry credentials in their query)."""
-    parsed, base = urlsplit(url), urlsplit(cfg.eco.base_url)
-    if parsed.netloc == base.netloc and parsed.path.startswith(base.path):
-        return parsed.path[len(base.path):] or "/"
-    return f"storage:{parsed.hostname}"
 
 
 def md5_of(path: Path) -> str:
@@ -299,15 +280,14 @@ def _settle(done: asyncio.Future[Any], result: Any, exc: BaseException | None) -
 
 
 class _Sink:
-    """A .part file and its MD5, fed the body as it arrives. Every file-system step runs on a
-    worker thread (creating a file costs 0.3-0.8 ms of kernel time on ext4, MD5 about 1.4 ms a
-    MB; both release the GIL) while the loop keeps reading sockets. Chunks gather to FLUSH_AT
-    bytes; a full batch is written and hashed while the next arrives, at most one batch in flight
-    per file. A batch goes to the thread as the chunks that arrived, never joined into one buffer
-    (that was a copy of every body byte on the loop thread): the thread hashes them one by one and
-    writes them with one writev. The last batch, the close, the checks and the rename are one job
-    on the call's _Lane: most data files are a single batch, so a file costs one job at most, and
-    no hop at all when a lane thread is still busy with the file before."""
+    """A .part file and its MD5, fed the body as it arrives. Every file-system step and the MD5
+    run on a worker thread (both release the GIL) while the loop keeps reading sockets. Chunks
+    gather to FLUSH_AT bytes; a full batch is written and hashed while the next arrives, at most
+    one batch in flight per file. A batch goes to the thread as the chunks that arrived, never
+    joined into one buffer (a copy of every body byte on the loop thread): the thread hashes them
+    one by one and writes them with one writev. The last batch, the close, the checks and the
+    rename are one job on the call's _Lane: most data files are a single batch, so a file costs
+    one job at most, and no hop at all when a lane thread is still busy with the file before."""
 
     def __init__(self, part: Path, h: hashlib._Hash, lane: _Lane, fd: int | None = None, rel: str = "") -> None:
         """`fd`: a .part being continued (its bytes already in `h`); else a new one is created."""
@@ -432,7 +412,7 @@ class Transfer:
         # the transfers back instead of piling up FLUSH_AT bytes per finished file in memory.
         self.finishing = asyncio.Semaphore(cfg.eco.max_concurrency)
         # The plan's confiner: its directories are resolved and listed already.
-        self.confine = plan.confiner or paths.Confiner(plan.root)
+        self.confine = plan.confiner
         self.created: list[Path] = []
         self.present: set[Path] = set()
         self.lane = _Lane(min(cfg.eco.max_concurrency, os.cpu_count() or 1))
@@ -533,16 +513,10 @@ class Transfer:
 
     async def _stream(self, item: Item, url: str, target: Path, part: Path, offset: int,
                       slot: _Slot) -> tuple[int, str, bool]:
-        headers = {"Accept": "*/*"}
-        if offset:
-            headers["Range"] = f"bytes={offset}-"
-        call = Call("GET", url, _endpoint(url, self.cfg), kind="download", token_only=item.token_only,
-                    headers=headers, host_allowed=self.allowed)
-        http = self.client.http
-        # The token is for NEON's data endpoints only; signed storage URLs never need it.
-        token = http.token_for(call) if item.token_only or item.source == "document" else None
-        resp = await http.request(call, token=token, stream=True)
-        try:
+        headers = {"Range": f"bytes={offset}-"} if offset else None
+        # The token goes with ZIPs and documents (NEON's own routes); signed storage URLs get none.
+        async with self.client.stream(url, token_only=item.token_only, headers=headers,
+                                      host_allowed=self.allowed) as resp:
             h = hashlib.md5()
             resumed = bool(offset) and resp.status_code == 206
             limit = self.cfg.downloads.max_file_bytes
@@ -552,6 +526,7 @@ class Transfer:
             sink = _Sink(part, h, self.lane, fd, str(item.rel))
             progress = self.progress
             try:
+                # A body that breaks off leaves its .part: the next call continues it with a Range.
                 async for chunk in body_chunks(resp):
                     size += len(chunk)
                     if size > limit:
@@ -570,11 +545,6 @@ class Transfer:
             finally:
                 await sink.close()
             return size, digest, resumed
-        except httpx.HTTPError as exc:
-            # The .part file stays: the next call continues it with a Range request.
-            raise mapping.from_transport(exc, endpoint=call.endpoint) from None
-        finally:
-            await resp.aclose()
 
     def _finish(self, item: Item, part: Path, target: Path, size: int, digest: str) -> None:
         """On a worker thread, after the .part file is closed."""
@@ -606,11 +576,10 @@ class Transfer:
                 raise _checksum_error(item, digest, f"ZIP member {bad} fails its CRC")
 
 
-async def download(*, idx: CatalogIndex, client: UpstreamClient, cfg: EcoConfig, req: Request) -> tuple[DownloadRecord, Plan]:
-    if not cfg.downloads_enabled:
-        raise EcoError("feature_unavailable", "downloads are disabled on this server (downloads.enabled)",
-                       details={"setting": "downloads.enabled"})
-    plan = await make_plan(idx=idx, client=client, cfg=cfg, req=req)
+async def download(client: UpstreamClient, cfg: EcoConfig, plan: Plan) -> tuple[list[DownloadedFileOut], DownloadTotals]:
+    """Every file of the checked plan, with the call's totals; the manifest's note, if any, goes
+    to `plan.notes`. A failed transfer fails the call (the first EcoError, with counts) after the
+    others have ended and the manifest records what did arrive."""
     acct = context.current()
     if acct is not None:
         # A plan of up to 2 GiB cannot fit the per-call upstream deadline; each transfer is bounded
@@ -649,7 +618,7 @@ async def download(*, idx: CatalogIndex, client: UpstreamClient, cfg: EcoConfig,
         mb_per_second=round(moved / seconds / 1e6, 2) if moved and seconds > 0 else None)
     if len(plan.items) >= 10:
         log.info("download finished: %d files, %d bytes in %.1f s", len(done), moved, seconds)
-    return DownloadRecord(download_dir=str(plan.root), requested=len(plan.items), files=done, totals=totals), plan
+    return done, totals
 
 
 def _entry(item: Item, r: DownloadedFileOut) -> dict:

@@ -1,8 +1,8 @@
 """A record, kept in the data folder, of a database found up to date, so that a stdio server can
 tell that its database needs nothing without loading every app: the migration check
 (eco_service.bootstrap.prepare_database) reads every app's migration files, and every app's models
-must be loaded for it (django-celery-beat's alone pull in Celery and kombu), ~15 % of the CPU a
-stdio server spent up to its first search (issue 19), for apps its calls never use.
+must be loaded for it (django-celery-beat's alone pull in Celery and kombu), a good part of a
+stdio server's work up to its first search, for apps its calls never use.
 
     record(alias)  -> None   after prepare_database, every app loaded: keep what was found
     settled(alias) -> bool   whether the kept record still holds; False whenever unsure

@@ -63,7 +63,7 @@ def _run_command(args: list[str]) -> int | None:
 
     # This project's LOGGING only (stderr, redaction, levels): Django's own defaults come first in
     # django.setup(), and building their mail handler imports Django's views, HTTP and ORM layers
-    # (~0.1 s CPU before the first answer). load_apps applies the whole of it in the set-up.
+    # before the first answer. load_apps applies the whole of it in the set-up.
     if logging_config:
         import_string(logging_config)(logging_settings)
     return cli.run(options, transport="stdio")

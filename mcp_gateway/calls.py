@@ -263,8 +263,8 @@ async def _run(
             return result
         finally:
             if _metrics is None:
-                # Imported by the first call, not to list tools (prometheus_client is ~0.03 s of
-                # a stdio server's start).
+                # Imported by the first call, not to list tools (prometheus_client would slow a
+                # stdio server's start).
                 from eco_core import metrics as _metrics
             _metrics.tool_call(spec.name, _outcome(result), time.perf_counter() - started)
             acct = call.accounting

@@ -1,32 +1,25 @@
-"""What the service says about itself: /healthz, /readyz, eco_ping's status report, and the one
-upstream probe that both `eco_ping(check_api=true)` and `--check` run (`api_check`), so the two
-always agree on reachability and on whether the token was accepted."""
+"""What the service says about itself outside a tool call: /healthz, /readyz and `--check` (the
+same upstream probe eco_ping(check_api=true) runs, upstream.probe.api_check). eco_ping itself is
+families/health.py."""
 
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from anyio import to_thread
 from django import db
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from catalog.outage import DATABASE_DOWN
 from eco_core import __version__
 from eco_core.config import EcoConfig
-from eco_core.errors import EcoError
 from mcp_gateway import ports
 from mcp_gateway.tokens import choose_token
 from upstream.client import UpstreamClient
 from upstream.context import call_scope
-from upstream.ratelimit import ANONYMOUS_UPSTREAM_LIMIT
+from upstream.probe import api_check
 
 log = logging.getLogger("eco.gateway")
-
-# Errors that mean the upstream did not answer at all (anything else is an answer).
-UNREACHABLE = frozenset({"upstream_unavailable", "upstream_error"})
 
 
 def healthz(transport: Literal["stdio", "http"]) -> dict[str, Any]:
@@ -62,99 +55,6 @@ async def readyz(cfg: EcoConfig) -> tuple[int, dict[str, Any]]:
     if "tokenConfigured" in body:
         body = {**body, "tokenConfigured": token_configured(cfg)}
     return (200 if ready else 503), body
-
-
-# eco_ping read the catalog state from the database on every call (a fresh connection each time,
-# the worker pool being anyio's): about a third of its time under load. One read a second serves
-# every ping in between, as the index checks catalog versions; a swap in this process shows at once.
-STATUS_TTL_S = 1.0
-_status_cache: tuple[Any, ...] = ()
-# eco_ping's catalog status while the database does not answer: nothing known of the catalogs.
-DATABASE_DOWN_STATUS: dict[str, Any] = {"ready": False, "degraded": True, "database": "down"}
-
-
-async def catalog_status(cfg: EcoConfig) -> dict[str, Any]:
-    """The catalog status with `database` "up", or DATABASE_DOWN_STATUS when the database is
-    unreachable: a report, never an error (eco_ping answers through an outage). Either is kept
-    STATUS_TTL_S, so pings during an outage do not each wait for a connection to fail."""
-    global _status_cache
-    key = (ports.catalog_status, cfg, ports.catalog_generation())
-    if _status_cache and _status_cache[:3] == key and time.monotonic() < _status_cache[3]:
-        return _status_cache[4]
-    was_down = bool(_status_cache) and _status_cache[4] is DATABASE_DOWN_STATUS
-    try:
-        status = {**await to_thread.run_sync(_db_call, ports.catalog_status, cfg), "database": "up"}
-    except DATABASE_DOWN as exc:
-        if not was_down:  # once an outage, not once a second; the class only (see readyz)
-            log.warning("catalog status: database unavailable (%s)", type(exc).__name__)
-        status = DATABASE_DOWN_STATUS
-    else:
-        if was_down:
-            log.info("catalog status: the database answers again")
-    _status_cache = (*key, time.monotonic() + STATUS_TTL_S, status)
-    return status
-
-
-TokenStatus = Literal["none", "not_sent", "unknown", "accepted", "not_recognised"]
-
-
-@dataclass(frozen=True)
-class ApiProbe:
-    """One probe's findings. `token_status` is the one rule for "was the token accepted"."""
-
-    reachable: bool
-    latency_ms: float
-    token_sent: bool
-    token_status: TokenStatus
-    error: EcoError | None = None
-
-    @property
-    def token_accepted(self) -> bool | None:
-        """Known only when the token was sent and the upstream answered with a limit."""
-        return {"accepted": True, "not_recognised": False}.get(self.token_status)
-
-    def report(self) -> dict[str, Any]:
-        """eco_ping's `api` object."""
-        out: dict[str, Any] = {"reachable": self.reachable, "latencyMs": self.latency_ms}
-        if self.error is None:
-            out["status"] = 200
-        else:
-            out.update(error=self.error.message, errorCode=self.error.code)
-        if self.token_accepted is not None:
-            out["tokenAccepted"] = self.token_accepted
-        return out
-
-
-def _token_status(*, token: bool, sent: bool, answered: bool, limit: int | None) -> TokenStatus:
-    if not token:
-        return "none"
-    if not sent:
-        return "not_sent"
-    if not answered or limit is None:
-        # No answer (or no limit header) from this probe: the last limit seen may be old.
-        return "unknown"
-    # NEON answers an unrecognised token with the anonymous limit instead of refusing it.
-    return "accepted" if limit > ANONYMOUS_UPSTREAM_LIMIT else "not_recognised"
-
-
-async def api_check(client: Any, cfg: EcoConfig, *, token_configured: bool) -> ApiProbe:
-    """One uncached ~1 KB request through `client` (rate-limited, counted and token-scoped like
-    any other call), run inside the caller's call scope; a failure is reported, not raised."""
-    # The probe is a public endpoint: the token goes with it only when tokens are sent to every
-    # request (upstream.http's rule for public endpoints).
-    sent = token_configured and cfg.token_for_public_endpoints
-    started = time.perf_counter()
-    error: EcoError | None = None
-    try:
-        await client.probe()
-    except EcoError as exc:
-        error = exc
-    latency = round((time.perf_counter() - started) * 1000, 1)
-    # Any HTTP answer, even an error status, proves the upstream is reachable.
-    reachable = error is None or error.code not in UNREACHABLE
-    status = _token_status(token=token_configured, sent=sent, answered=reachable,
-                           limit=client.rate_limit_info().get("limit"))
-    return ApiProbe(reachable=reachable, latency_ms=latency, token_sent=sent, token_status=status, error=error)
 
 
 async def check(cfg: EcoConfig, client: Any = None) -> dict[str, Any]:

@@ -149,10 +149,11 @@ class EcoHttpApp:
             await _send_json(send, 405, {"error": "method not allowed: GET only"}, [(b"allow", b"GET, HEAD")])
             return
         from catalog.models import CATALOGS
+        from catalog.status import status_report
         from upstream.client import graphql_breaker_state
 
         try:
-            status = await health.catalog_status(self.cfg)
+            status = await status_report(self.cfg)
             ages = {c: status[c]["ageSeconds"] for c in CATALOGS}
         except Exception as exc:
             # Event counters are still worth serving while the database is away.

@@ -1,8 +1,6 @@
 """The gateway's view of the catalog and the upstream client: the few functions it calls, in one
 place, so each is wired once and faked once in tests.
 
-    catalog_status(cfg) -> dict      per catalog: count, ageSeconds, source, stale; plus "ready"
-    catalog_generation() -> int      moves when this process swaps a catalog
     readiness(cfg) -> (bool, dict)   what /readyz answers
     prewarm(cfg)                     async; builds the catalogs (run in the background on HTTP),
                                      then starts the subtree walk in a task of its own
@@ -18,17 +16,6 @@ from eco_core.config import EcoConfig
 
 if TYPE_CHECKING:
     from upstream.client import UpstreamClient
-
-
-def catalog_status(cfg: EcoConfig) -> dict[str, Any]:
-    return catalog_status_mod.catalog_status(cfg)
-
-
-def catalog_generation() -> int:
-    """Moves when this process swaps a catalog or forgets its index (catalog.index.generation)."""
-    from catalog.index import generation
-
-    return generation()
 
 
 def readiness(cfg: EcoConfig) -> tuple[bool, dict[str, Any]]:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from eco_core.config import EcoConfig
 
-# The SDK (~1 s of imports) is imported where it is used, not with this module: manage.py imports
+# The SDK (a large share of start-up's imports) is imported where it is used, not with this module: manage.py imports
 # it for every `eco_mcp_stdio`, and --version, --print-config and --check never serve.
 
 log = logging.getLogger("eco.gateway")

@@ -25,7 +25,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar, overload
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -343,15 +343,20 @@ class UpstreamClient:
 
     @contextlib.asynccontextmanager
     async def stream(self, url: str, *, token_only: bool = False, method: str = "GET",
+                     headers: dict[str, str] | None = None,
                      host_allowed: Callable[[str], bool] | None = None) -> AsyncIterator[httpx.Response]:
         """A streamed download through the chokepoint (rate limits, retries before the first
         byte, accounting). The token goes only to the upstream host: signed storage URLs and
-        redirects to them get none. `host_allowed` vets every hop (download allow-list)."""
+        redirects to them get none. `host_allowed` vets every hop (download allow-list);
+        `headers` go with the request (a Range to continue a partial file). A body that breaks
+        off while the block reads it is `upstream_unavailable` (retryable), like a failed request."""
         call = Call(method, url, _endpoint_of(url, self.cfg.eco.base_url), kind="download", token_only=token_only,
-                    headers={"Accept": "*/*"}, host_allowed=host_allowed)
+                    headers={"Accept": "*/*", **(headers or {})}, host_allowed=host_allowed)
         resp = await self.http.request(call, token=self.http.token_for(call), stream=True)
         try:
             yield resp
+        except httpx.HTTPError as exc:
+            raise mapping.from_transport(exc, endpoint=call.endpoint) from None
         finally:
             await resp.aclose()
 
@@ -499,11 +504,13 @@ class UpstreamClient:
 
 def _endpoint_of(url: str, base_url: str) -> str:
     """A path for messages and accounting: upstream paths relative to the base, other hosts
-    by host only (signed URLs carry credentials in their query, and paths can be long)."""
-    parsed = httpx.URL(url)
-    if url.startswith(base_url):
-        return parsed.path[len(httpx.URL(base_url).path):] or "/"
-    return f"storage:{parsed.host}"
+    by host only (signed URLs carry credentials in their query, and paths can be long).
+    urlsplit, not httpx.URL: a signed URL is hundreds of characters that httpx would validate one
+    by one, for every file of a download."""
+    parsed, base = urlsplit(url), urlsplit(base_url)
+    if parsed.netloc == base.netloc and parsed.path.startswith(base.path):
+        return parsed.path[len(base.path):] or "/"
+    return f"storage:{parsed.hostname}"
 
 
 def _document_head(spec_number: str, url: str, headers: httpx.Headers) -> m.DocumentHead:

@@ -6,11 +6,9 @@
     await wire.aclose()
 
 Why: a download is ~100 small files, and each request through httpx, httpcore, h11 and anyio
-cost the event loop ~4 M instructions beyond its body reads (a 600-character signed URL alone
-is validated character by character in Python by httpx's URL parser); on two cores shared with
-the data's server that held a 114-file download to 55-68 % of a bare httpx transfer's rate
-(bench/bench_downloads.py). aiohttp parses URLs (yarl) and responses (llhttp) in C and hands the
-body up as it arrives. Only the bytes move here: UpstreamHttp, the chokepoint, still decides
+costs the event loop far more than its body reads (httpx validates a long signed URL character by
+character in Python); bench/bench_downloads.py has the figures. aiohttp parses URLs (yarl) and
+responses (llhttp) in C and hands the body up as it arrives. Only the bytes move here: UpstreamHttp, the chokepoint, still decides
 each request's headers and token, vets every hop against the allow-list, follows redirects by
 hand, retries and maps statuses, exactly as for its httpx requests, from the same
 httpx.Response surface (status_code, headers, aread, aiter_raw, aclose). The response carries

@@ -12,8 +12,10 @@ import pytest
 from django.db.models import F
 
 from catalog import index, index_snapshot
-from catalog.availability import get_availability
 from catalog.models import CatalogState
+from eco_core.config import get_config
+from families import availability
+from families.call import CallContext
 from families.products import SearchProductsInput, find_products
 from families.sites import SearchSitesInput, find_sites
 
@@ -84,11 +86,14 @@ async def test_availability_from_a_snapshot_is_the_availability_of_the_built_ind
     await sync_to_async(index_snapshot.save)(built)
     loaded = await sync_to_async(new_process)()
     assert kept == [] and loaded is not built
-    for args in ({"product": "DP1.00001.001", "fmt": "months"}, {"product": "DP1.00001.001", "fmt": "counts"},
+    upstream: Any = NoUpstream()
+    call = CallContext(cfg=get_config(), transport="stdio", protocol_version="2026-07-28", upstream=upstream)
+    for args in ({"product": "DP1.00001.001", "format": "months"}, {"product": "DP1.00001.001", "format": "counts"},
                  {"site": "HARV"}, {"product": "DP1.00001.001", "site": "ABBY"}):
-        a = await get_availability(idx=loaded, client=NoUpstream(), **{"product": None, "site": None, **args})
-        b = await get_availability(idx=built, client=NoUpstream(), **{"product": None, "site": None, **args})
-        assert a.record == b.record, args
+        wanted = availability.AvailabilityInput(**args)
+        a = await availability.availability_from(loaded, wanted, call)
+        b = await availability.availability_from(built, wanted, call)
+        assert a == b, args
 
 
 def test_equal_values_are_still_stored_once_in_an_index_taken_from_a_snapshot(kept, idx):

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 import uvicorn
 
+from catalog import status as catalog_status_mod
 from eco_core.config import EcoConfig, load_config
+from eco_core.memo import memos
 from mcp_gateway import ports
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,7 +78,9 @@ def fake_catalog(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         state["prewarmed"] += 1
         state["ready"] = True
 
-    monkeypatch.setattr(ports, "catalog_status", catalog_status)
+    # eco_ping and /metrics read the status through catalog.status.status_report, fresh here.
+    monkeypatch.setattr(catalog_status_mod, "catalog_status", catalog_status)
+    memos.drop_all()
     monkeypatch.setattr(ports, "readiness", readiness)
     monkeypatch.setattr(ports, "prewarm", prewarm)
     return state

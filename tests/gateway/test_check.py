@@ -1,4 +1,4 @@
-"""`--check` and `eco_ping(check_api=true)` run one probe (mcp_gateway.health.api_check) and agree on
+"""`--check` and `eco_ping(check_api=true)` run one probe (upstream.probe.api_check) and agree on
 reachability and on whether the token was accepted. (Moved from tests/upstream/test_accounting.py
 with eco_service/healthcheck.py, which the shared probe replaces.)"""
 

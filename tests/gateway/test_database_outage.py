@@ -12,8 +12,10 @@ import jsonschema
 import pytest
 from django.db import InterfaceError, OperationalError, ProgrammingError
 
+from catalog import status as catalog_status_mod
+from eco_core.memo import memos
 from families.call import CallContext
-from mcp_gateway import calls, health, ports
+from mcp_gateway import calls
 from mcp_gateway.calls import execute
 from mcp_gateway.registry import default_registry
 from tests.gateway.checks import assert_error
@@ -75,10 +77,10 @@ async def test_an_outage_is_logged_once_not_once_a_call(caplog):
 @pytest.fixture
 def status_of(monkeypatch):
     """`status_of(fn)`: eco_ping's catalog status comes from `fn` (fresh: no status kept)."""
-    monkeypatch.setattr(health, "_status_cache", ())
 
     def use(fn: Any) -> None:
-        monkeypatch.setattr(ports, "catalog_status", fn)
+        monkeypatch.setattr(catalog_status_mod, "catalog_status", fn)
+        memos.drop_all()
 
     return use
 

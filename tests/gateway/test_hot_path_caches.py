@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from catalog import index
-from mcp_gateway import health, ports
+from catalog import status as catalog_status_mod
+from catalog.status import status_report
+from eco_core.memo import memos
 
 
 @pytest.fixture
@@ -19,37 +21,37 @@ def counted_status(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         reads.append(1)
         return {"ready": True, "read": len(reads)}
 
-    monkeypatch.setattr(ports, "catalog_status", fake)
-    monkeypatch.setattr(health, "_status_cache", ())
+    monkeypatch.setattr(catalog_status_mod, "catalog_status", fake)
+    memos.drop_all()
     return reads
 
 
 async def test_catalog_status_is_read_once_for_pings_within_a_second(counted_status, eco_cfg):
-    first = await health.catalog_status(eco_cfg)
-    again = await health.catalog_status(eco_cfg)
+    first = await status_report(eco_cfg)
+    again = await status_report(eco_cfg)
     assert counted_status == [1]
     assert again == first
 
 
 async def test_a_catalog_swap_in_this_process_shows_in_the_next_status_at_once(counted_status, eco_cfg):
-    await health.catalog_status(eco_cfg)
+    await status_report(eco_cfg)
     index.mark_dirty()
-    after = await health.catalog_status(eco_cfg)
+    after = await status_report(eco_cfg)
     assert len(counted_status) == 2
     assert after["read"] == 2
 
 
 async def test_catalog_status_is_read_again_once_its_second_is_over(counted_status, eco_cfg, monkeypatch):
-    monkeypatch.setattr(health, "STATUS_TTL_S", -1.0)  # every entry expires as it is made
-    await health.catalog_status(eco_cfg)
-    await health.catalog_status(eco_cfg)
+    monkeypatch.setattr(catalog_status_mod, "STATUS_TTL_S", -1.0)  # every entry expires as it is made
+    await status_report(eco_cfg)
+    await status_report(eco_cfg)
     assert counted_status == [1, 1]
 
 
 async def test_another_configuration_reads_its_own_status(counted_status, eco_cfg):
-    await health.catalog_status(eco_cfg)
+    await status_report(eco_cfg)
     other = eco_cfg.model_copy(update={"eco": eco_cfg.eco.model_copy(update={"base_url": "http://127.0.0.1:9/api/v0"})})
-    await health.catalog_status(other)
+    await status_report(other)
     assert len(counted_status) == 2
 
 

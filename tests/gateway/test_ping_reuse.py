@@ -1,4 +1,4 @@
-"""eco_ping reuses its last report only while everything it reports is unchanged (tools/ping.py)."""
+"""eco_ping reuses its last report only while everything it reports is unchanged (families/health.py)."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ from tests.reliability.tcp_proxy import TcpProxy
 pytestmark = pytest.mark.postgres
 
 OPS_TOKEN = "ops-token-of-the-database-down-test"
-# eco_ping re-reads the catalog status at most once a second (mcp_gateway.health.STATUS_TTL_S),
+# eco_ping re-reads the catalog status at most once a second (catalog.status.STATUS_TTL_S),
 # and the index looks at the database as often: waiting this long makes the next call ask it.
 SETTLE_S = CHECK_INTERVAL_S + 0.3
 # Catalog-served calls and calls that need no database, for the load phase.

@@ -1,10 +1,10 @@
-"""Availability shaping keeps each run's merged form and texts in a bounded memo
-(catalog/availability.py, _runs): repeated shaping answers the same, and many distinct runs
-never grow it past its bound."""
+"""Availability shaping remembers each run's merged form and texts (the "availability.runs" memo
+table): repeated shaping answers the same, and many distinct runs never grow it past its bound."""
 
 from __future__ import annotations
 
 from catalog import availability as av
+from eco_core.memo import memos
 
 
 def test_shaping_a_cell_again_answers_the_same_and_many_distinct_cells_keep_the_memo_bounded():
@@ -19,7 +19,8 @@ def test_shaping_a_cell_again_answers_the_same_and_many_distinct_cells_keep_the_
     # The answer's lists are the caller's own: changing one does not change the next answer.
     first.by_release["RELEASE-2026"].append("changed")
     assert av.shape_row(cell, provisional="include", start=None, end=None, fmt="ranges") == again
-    for year in range(1000, 1000 + av._RUNS_HELD + 50):
+    for year in range(1000, 1000 + av.RUNS_KEPT + 50):
         av.shape_row({"RELEASE-2026": [f"{year}-01/{year}-03"]}, provisional="include", start=None, end=None,
                      fmt="counts")
-        assert len(av._runs) <= av._RUNS_HELD
+        assert memos.sizes()["availability.runs"] <= av.RUNS_KEPT
+    assert memos.sizes()["availability.runs"] == av.RUNS_KEPT

@@ -1,8 +1,6 @@
-"""The sites cap of eco_download_files (site_codes: 1-30 items in the published schema, the cap
-being limits.max_sites_per_call) holds for every source. Found by the schema fuzzing
-(tests/reliability): with a prototype_uuid or a spec_number the 31 site codes were never counted,
-so the call went on (not_found for an unknown dataset, or a download that ignored them) instead of
-refusing the argument as a data download does."""
+"""The sites cap of eco_download_files (site_codes' maxItems, the setting
+limits.max_sites_per_call) holds for every source: with a prototype_uuid or a spec_number more
+site codes than the cap are refused as for a data download, never taken and silently ignored."""
 
 # ruff: noqa: F811  (pytest fixtures imported from tests.downloads.conftest are parameters here)
 from __future__ import annotations
@@ -28,9 +26,9 @@ async def test_more_site_codes_than_the_cap_are_refused_naming_site_codes_whatev
         call_tool, fresh_sim, dl_dir, which):
     before = snapshot(dl_dir)
     source = _sources(fresh_sim)[which]
-    err = error_of(await call_tool("eco_download_files", {**source, "site_codes": SITES}), "query_too_large",
+    err = error_of(await call_tool("eco_download_files", {**source, "site_codes": SITES}), "invalid_argument",
                    "site_codes")
-    assert (err["details"]["sites"], err["details"]["maxSites"]) == (31, 30)
+    assert (err["details"]["field"], err["details"]["maximum"]) == ("site_codes", 30)
     assert snapshot(dl_dir) == before
     assert not fresh_sim.requests.matching(r"^/(api/v0|storage)/")  # refused before any request
 
@@ -38,5 +36,5 @@ async def test_more_site_codes_than_the_cap_are_refused_naming_site_codes_whatev
 async def test_the_cap_follows_the_configuration(call_tool, fresh_sim, dl_dir):
     source = _sources(fresh_sim)[2]
     err = error_of(await call_tool("eco_download_files", {**source, "site_codes": SITES[:3]},
-                                   limits__max_sites_per_call=2), "query_too_large", "site_codes")
-    assert err["details"]["maxSites"] == 2
+                                   limits__max_sites_per_call=2), "invalid_argument", "site_codes")
+    assert (err["details"]["maximum"], err["details"]["setting"]) == (2, "limits.max_sites_per_call")

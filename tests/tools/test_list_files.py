@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from downloads.files import url_expiry
 from downloads.kinds import classify
+from families.files import url_expiry
 from tests.downloads.conftest import call_tool, dl_dir, sim_token  # noqa: F401  (fixtures)
 from tests.tools.conftest import error_of
 
@@ -61,14 +61,22 @@ async def test_without_a_token_it_is_auth_required_before_any_request(call_tool,
     assert fresh_sim.requests.count(r"^/api/v0/data") == 0
 
 
-@pytest.mark.parametrize("args, field", [
-    ({"site_codes": ["HARV", "BART"], "start_month": "2000-01", "end_month": "2024-12"}, "site-months"),
-    ({"site_codes": ["HARV"] * 31, "start_month": MONTH}, "site_codes"),
-])
-async def test_too_wide_a_selection_is_query_too_large_before_any_request(call_tool, fresh_sim, args, field):
-    out = await call_tool("eco_list_files", {"product": SOIL, **args})
-    error_of(out, "query_too_large", field)
+async def test_more_site_months_than_the_cap_is_query_too_large_before_any_request(call_tool, fresh_sim):
+    out = await call_tool("eco_list_files", {"product": SOIL, "site_codes": ["HARV", "BART"],
+                                             "start_month": "2000-01", "end_month": "2024-12"})
+    err = error_of(out, "query_too_large", "site-months")
+    assert (err["details"]["siteMonths"], err["details"]["maxSiteMonths"]) == (2 * 300, 500)
     assert out.requests == 0 and fresh_sim.requests.count(r"^/api/v0/data") == 0
+
+
+async def test_more_sites_than_the_configured_cap_is_an_invalid_site_codes_before_any_request(call_tool, fresh_sim):
+    out = await call_tool("eco_list_files", {"product": SOIL, "site_codes": ["HARV"] * 31, "start_month": MONTH})
+    err = error_of(out, "invalid_argument", "site_codes")
+    assert (err["details"]["maximum"], err["details"]["setting"]) == (30, "limits.max_sites_per_call")
+    fewer = await call_tool("eco_list_files", {"product": SOIL, "site_codes": ["HARV", "BART"], "start_month": MONTH},
+                            limits__max_sites_per_call=1)
+    assert error_of(fewer, "invalid_argument", "site_codes")["details"]["maximum"] == 1
+    assert out.requests == fewer.requests == 0 and fresh_sim.requests.count(r"^/api/v0/data") == 0
 
 
 @pytest.mark.parametrize("args, field", [
@@ -77,6 +85,7 @@ async def test_too_wide_a_selection_is_query_too_large_before_any_request(call_t
     ({"start_month": MONTH, "kind": "pictures"}, "kind"),
     ({"start_month": MONTH, "limit": 201}, "limit"),
     ({"start_month": MONTH, "release": "PROVISIONAL"}, "release"),
+    ({"start_month": MONTH, "product": ""}, "product"),
 ])
 async def test_bad_inputs_name_their_field(call_tool, args, field):
     out = await call_tool("eco_list_files", {"product": SOIL, "site_codes": ["HARV"], **args})

@@ -22,7 +22,9 @@ import httpx
 import pytest
 
 from eco_core.config import load_config
+from eco_core.errors import EcoError
 from upstream import mapping
+from upstream.bodies import body_chunks
 from upstream.client import UpstreamClient
 from upstream.file_transport import FileBody, FileWire
 
@@ -192,6 +194,33 @@ async def test_the_chokepoint_streams_downloads_over_the_wire_with_its_own_heade
     head = served.heads[0].lower()
     assert b"user-agent: eco-mcp/" in head and b"x-api-token" not in head
     assert [line for line in head.split(b"\r\n") if line.startswith(b"accept:")] == [b"accept: */*"]
+
+
+async def test_the_chokepoint_continues_a_download_with_the_range_given_and_a_body_cut_short_is_retryable():
+    # What a transfer does with a .part left behind: UpstreamClient.stream with a Range header.
+    async def rest_cut_short(writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 206 Partial Content\r\nContent-Length: %d\r\n\r\n" % (len(BODY) - 100))
+        writer.write(BODY[100:len(BODY) // 2])
+        await writer.drain()
+        return False
+
+    server, served = await serve(rest_cut_short)
+    client = UpstreamClient(load_config(env={}, warn=False))
+    arrived: list[bytes] = []
+    async with server:
+        try:
+            with pytest.raises(EcoError) as caught:
+                async with client.stream(served.url, headers={"Range": "bytes=100-"},
+                                         host_allowed=lambda host: True) as resp:
+                    assert resp.status_code == 206
+                    async for piece in body_chunks(resp):
+                        arrived.append(bytes(piece))
+        finally:
+            await client.aclose()
+    assert b"range: bytes=100-" in served.heads[0].lower()
+    assert b"".join(arrived) == BODY[100:len(BODY) // 2]  # the prefix the next call continues from
+    err = caught.value
+    assert (err.code, err.retryable, err.details["endpoint"]) == ("upstream_unavailable", True, "storage:127.0.0.1")
 
 
 async def test_an_injected_transport_keeps_downloads_on_httpx():
