@@ -13,8 +13,12 @@ averaging interval.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-from typing import Any, Literal
+import logging
+import time
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field
@@ -22,15 +26,25 @@ from pydantic import Field
 from catalog import months
 from catalog.access import catalog_index, catalog_read
 from catalog.index import CatalogIndex, ProductEntry
+from catalog.months import MONTH_PATTERN
 from catalog.outage import DATABASE_DOWN
 from catalog.resolve import PROVISIONAL, resolve_product, resolve_release, resolve_site
 from downloads import paths
+from downloads.files import FileRecord, list_site_months
+from downloads.plan import Item, Plan, check, start
+from downloads.selection import select
+from downloads.transfer import PROGRESS_EVERY_S, download
+from eco_core.bounds import Configured
 from eco_core.errors import EcoError
 from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page
+from families import citations
 from families.call import CallContext
-from tables import kept, names
+from tables import dataset, kept, names, stack
+from tables.stack import SourceFile
 from tables.variables import FieldDef, column_type, parse, table_descriptions, tables_of
 from upstream import models as um
+
+log = logging.getLogger("eco.tables")
 
 Package = Literal["basic", "expanded"]
 NEED = ("products", "sites", "releases")
@@ -310,3 +324,259 @@ def _describe_steps(args: DescribeTablesInput, call: CallContext, product: str, 
         steps.append(NextStep(tool="eco_list_files", arguments={**selection, "kind": "data"},
                               why=f"The data files these tables come from at {site} in {month}."))
     return steps
+
+
+# -- eco_stack_tables ---------------------------------------------------------------------------
+
+class StackTablesInput(ToolInput):
+    product: str = Field(max_length=300, description="Product code or name.")
+    site_codes: Annotated[list[str], Configured("limits.max_sites_per_call", "maxItems")] = Field(
+        min_length=1, description="1-30 site codes or names.")
+    start_month: str = Field(pattern=MONTH_PATTERN)
+    end_month: str | None = Field(None, pattern=MONTH_PATTERN)
+    package: Package = "basic"
+    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY; default latest per month.")
+    include_provisional: bool = True
+    tables: list[str] | None = Field(None, min_length=1, max_length=50, description=(
+        "Only these tables (sensor_positions and science_review_flags always)."))
+    max_bytes: int | None = Field(None, ge=1, description="Refuse a selection of more source bytes.")
+
+
+class StackedColumn(WireModel):
+    name: str
+    type: str
+    units: str | None
+
+
+class StackedTable(WireModel):
+    name: str
+    layout: str
+    file: str = Field(description="Under folder.")
+    rows: int
+    columns: list[StackedColumn]
+    time_span: dict[str, str] | None = Field(description="start, end (UTC) and the columns they come from.")
+    rebuilt: bool = Field(description="Stacked by this call (false: unchanged, kept).")
+
+
+class DatasetCitation(WireModel):
+    release: str
+    doi: str | None
+    text: str | None
+    bibtex: str | None
+
+
+class StackTotals(WireModel):
+    source_files: int
+    downloaded: int
+    bytes_transferred: int
+    tables_rebuilt: int
+    seconds: float
+
+
+class StackTablesOutput(Envelope):
+    dataset_id: str
+    folder: str
+    product_code: str
+    package: Package
+    site_codes: list[str]
+    start_month: str
+    end_month: str
+    releases: list[str]
+    tables: list[StackedTable]
+    files: dict[str, str] = Field(description="Metadata files beside the tables, by kind.")
+    citations: list[DatasetCitation]
+    totals: StackTotals
+
+
+# Files transferred per download batch: between batches the call reports its progress.
+BATCH = 32
+
+
+class _Reporter:
+    """Progress of one stack on stderr (logging) and, when the client asked (a progressToken), as
+    MCP progress notifications. `advance` may be called from the stacking's worker thread: the
+    notifications are always sent from the call's event loop, and `flush` waits for them so they
+    reach the client before the result."""
+
+    def __init__(self, call: CallContext, total: int) -> None:
+        self.call, self.total, self.done = call, total, 0
+        self.loop = asyncio.get_running_loop()
+        self.last = 0.0
+        self.pending: set[asyncio.Future[None]] = set()
+
+    def advance(self, n: int, message: str, *, force: bool = False) -> None:
+        self.done += n
+        now = time.monotonic()
+        if not force and now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        log.info("stack progress: %s", message)
+        if self.call.progress is not None:
+            self.loop.call_soon_threadsafe(self._send, float(self.done), message)
+
+    def _send(self, done: float, message: str) -> None:
+        assert self.call.progress is not None
+        fut = asyncio.ensure_future(self.call.progress(done, float(self.total), message))
+        self.pending.add(fut)
+        fut.add_done_callback(self.pending.discard)
+
+    async def flush(self) -> None:
+        if self.pending:
+            # A client that went away must not fail the stack: its notifications are best effort.
+            await asyncio.gather(*self.pending, return_exceptions=True)
+
+
+def _plan_items(idx: CatalogIndex, product: str, files: list[FileRecord], base: PurePosixPath) -> list[Item]:
+    """Each source file once (a lab or site-all file repeats in every site-month: the first copy
+    is fetched), under product/site/month as eco_download_files places it."""
+    items: dict[str, Item] = {}
+    for f in files:
+        if f.name in items:
+            continue
+        items[f.name] = Item(url=f.url or "", rel=base.joinpath(product, f.site_code, f.month, paths.plain_name(f.name)),
+                             name=f.name, source="data", size=f.size, md5=f.md5, token_only=False, product=product,
+                             site=f.site_code, month=f.month, release=f.release)
+    return list(items.values())
+
+
+async def _citations(call: CallContext, product: str, releases: list[str], sites: list[str]) -> list[dict[str, Any]]:
+    out = []
+    for rel in releases:
+        provisional = rel == PROVISIONAL
+        got = await citations.get_citation(citations.GetCitationInput(
+            product=product, release="latest" if provisional else rel, provisional=provisional,
+            site_codes=sites), call)
+        out.append({"release": rel, "doi": got.doi, "text": got.citation_text, "bibtex": got.bibtex})
+    return out
+
+
+async def _issue_log(call: CallContext, product: str, notes: list[str]) -> list[dict[str, Any]] | None:
+    try:
+        rec = await call.client.product(product)
+    except EcoError as exc:
+        notes.append(f"The issue log could not be read ({exc.code}); the tables are complete without it.")
+        return None
+    logs = [c.model_dump(by_alias=True) for c in rec.change_logs or []]
+    return logs or None
+
+
+def _answer(record: dict[str, Any], folder: Path, rebuilt: set[str], totals: StackTotals, resolved: dict[str, Any],
+            notes: list[str], steps: list[NextStep], cfg: Any) -> StackTablesOutput:
+    sel = record["selection"]
+    tables = [StackedTable(name=t["name"], layout=t["layout"], file=t["file"], rows=t["rows"],
+                           columns=[StackedColumn(**c) for c in t["columns"]], time_span=t.get("timeSpan"),
+                           rebuilt=t["name"] in rebuilt) for t in record["tables"].values()]
+    return StackTablesOutput(
+        dataset_id=record["datasetId"], folder=str(folder), product_code=record["product"],
+        package=record["package"], site_codes=sel["siteCodes"], start_month=sel["startMonth"],
+        end_month=sel["endMonth"], releases=record["releases"], tables=tables,
+        files={k: v["file"] for k, v in (record.get("files") or {}).items()},
+        citations=[DatasetCitation(**c) for c in record.get("citations") or []], totals=totals,
+        resolved=resolved, notes=[*notes, *record.get("notes", [])], next_steps=steps,
+        source=Source(origin="upstream", endpoints=["POST /data/query"], api_base_url=cfg.eco.base_url))
+
+
+def _stack_steps(product: str, record: dict[str, Any]) -> list[NextStep]:
+    names_ = list(record["tables"])
+    data = [n for n in names_ if n not in (names.SENSOR_POSITIONS, names.SCIENCE_REVIEW_FLAGS)]
+    args: dict[str, Any] = {"product": product}
+    if data:
+        args["tables"] = data[:50]
+    return [NextStep(tool="eco_describe_tables", arguments=args,
+                     why="What each column means, its type and units.")]
+
+
+async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTablesOutput:
+    cfg, client = call.cfg, call.client
+    started = time.monotonic()
+    idx = await catalog_index(cfg, client, need=NEED)
+    if not cfg.downloads_enabled:
+        raise EcoError("feature_unavailable", "downloads are disabled on this server (downloads.enabled): stacking "
+                       "reads its files from the download directory", details={"setting": "downloads.enabled"})
+    query, resolved = select(idx, cfg, args)
+    wanted = sorted(set(args.tables)) if args.tables else None
+    ds_id = dataset.dataset_id(query.product, list(query.sites), query.start, query.end, query.package,
+                               query.release, query.include_provisional, wanted)
+    plan = start(cfg, None)
+    # The dataset's folder must resolve inside the download directory, checked before any request.
+    folder = plan.confiner.directory(PurePosixPath(dataset.FOLDER, ds_id), "dataset folder")
+    listing = await list_site_months(client, cfg, query)
+    notes: list[str] = []
+    if not listing.files:
+        raise EcoError("not_found", f"start_month: no data for {query.product} at {', '.join(query.sites)} from "
+                       f"{query.start} to {query.end}" + ("" if query.include_provisional else " (released data)"),
+                       details={"field": "start_month"},
+                       hint="eco_get_availability tells which months each site has.")
+    present = {f.table for f in listing.files if f.kind == "data" and f.table}
+    if wanted:
+        unknown = [t for t in wanted if t not in present and t not in (names.SENSOR_POSITIONS,
+                                                                       names.SCIENCE_REVIEW_FLAGS)]
+        if unknown:
+            raise EcoError("not_found", f"tables: {', '.join(unknown)} has no file in this selection",
+                           details={"field": "tables", "didYouMean": sorted(present)[:50]})
+    if not any(f.kind == "variables" for f in listing.files):
+        raise EcoError("not_found", f"product: {query.product} has no variables file in this selection: nothing "
+                       "to stack (no data, or not a tabular product)", details={"field": "product"})
+    use = stack.needed((f.name for f in listing.files), set(wanted) if wanted else None)
+    plan.items = _plan_items(idx, query.product, [f for f in listing.files if f.name in use], plan.base)
+    check(plan, cfg, if_exists="skip", max_bytes=args.max_bytes, max_files=cfg.downloads.max_stack_files)
+    sources = [SourceFile(plan.root / i.rel, i.name, i.md5, i.release or PROVISIONAL) for i in plan.items]
+    record = await asyncio.to_thread(dataset.load, folder)
+    current = record is not None and await asyncio.to_thread(dataset.is_current, record, folder, sources)
+    if current and record is not None:
+        totals = StackTotals(source_files=len(sources), downloaded=0, bytes_transferred=0, tables_rebuilt=0,
+                             seconds=round(time.monotonic() - started, 3))
+        notes.append("Unchanged upstream since the dataset was stacked: answered from its dataset.json.")
+        return _answer(record, folder, set(), totals, resolved, notes, _stack_steps(query.product, record), cfg)
+    # Only what is missing or changed goes to the transfers; what the dataset recorded with the
+    # same MD5 and size is on disk already.
+    recorded = {(s["name"], s.get("md5")): s.get("size") for s in (record or {}).get("sources") or []}
+    fetch = [i for i, s in zip(plan.items, sources, strict=True)
+             if not _on_disk(s.path, recorded.get((i.name, i.md5)))]
+    reporter = _Reporter(call, len(fetch) + len(sources))
+    downloaded = moved = 0
+    for k in range(0, len(fetch), BATCH):
+        batch = Plan(root=plan.root, base=plan.base, name_max=plan.name_max, path_max=plan.path_max,
+                     confiner=plan.confiner, items=fetch[k:k + BATCH])
+        _, got = await download(client, cfg, batch)
+        notes += batch.notes
+        downloaded += got.downloaded + got.resumed
+        moved += got.bytes_transferred
+        reporter.advance(len(batch.items), f"downloaded {min(k + BATCH, len(fetch))}/{len(fetch)} files, "
+                         f"{moved} bytes", force=k + BATCH >= len(fetch))
+    releases = sorted({s.release for s in sources})
+    cites = await _citations(call, query.product, releases, list(query.sites))
+    issue_log = await _issue_log(call, query.product, notes)
+    selection = {"product": query.product, "siteCodes": list(query.sites), "startMonth": query.start,
+                 "endMonth": query.end, "package": query.package, "release": query.release,
+                 "includeProvisional": query.include_provisional, "tables": wanted}
+
+    def report(p: dataset.Progress) -> None:
+        reporter.advance(0, f"stacking: {p.tables_done}/{p.tables_total} tables, {p.files_done}/{p.files_total} "
+                            "files read", force=p.tables_done == p.tables_total and p.tables_total > 0)
+        reporter.done = len(fetch) + p.files_done
+
+    try:
+        built = await asyncio.to_thread(
+            dataset.build, folder, dataset.table_sources(sources), root=plan.root, product=query.product,
+            package=query.package, wanted=wanted, selection=selection, citations=cites, issue_log=issue_log,
+            progress=dataset.Progress(report=report))
+    except dataset.NoVariables:
+        raise EcoError("not_found", f"product: {query.product} has no variables file in this selection",
+                       details={"field": "product"}) from None
+    await reporter.flush()
+    totals = StackTotals(source_files=len(sources), downloaded=downloaded, bytes_transferred=moved,
+                         tables_rebuilt=len(built.rebuilt), seconds=round(time.monotonic() - started, 3))
+    if built.kept and built.rebuilt:
+        notes.append(f"Rebuilt {', '.join(built.rebuilt)} (their sources changed upstream); kept the other tables.")
+    return _answer(built.record, folder, set(built.rebuilt), totals, resolved, notes,
+                   _stack_steps(query.product, built.record), cfg)
+
+
+def _on_disk(path: Path, size: int | None) -> bool:
+    if size is None:
+        return False
+    try:
+        return path.stat().st_size == size
+    except OSError:
+        return False

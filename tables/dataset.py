@@ -152,7 +152,7 @@ def _copy_atomic(source: Path, target: Path) -> None:
 
 def newest(sources: list[SourceFile], kind: str) -> SourceFile | None:
     """The newest file of a metadata kind (neonUtilities reads the newest variables, validation,
-    categoricalCodes and readme files)."""
+    categoricalCodes and readme files; tables.stack.needed fetches only that one)."""
     found = [s for s in sources if s.parsed.kind == kind]
     return max(found, key=lambda s: (s.parsed.published, s.name)) if found else None
 

@@ -26,7 +26,7 @@ SENSOR_POSITIONS, SCIENCE_REVIEW_FLAGS = "sensor_positions", "science_review_fla
 @dataclass(frozen=True, slots=True)
 class Parsed:
     name: str
-    kind: kinds.Kind
+    kind: kinds.FileKind
     table: str | None = None
     layout: Layout | None = None
     domain: str | None = None

@@ -220,6 +220,25 @@ def plan_tables(sources: Iterable[SourceFile], fields: tuple[FieldDef, ...], pac
     return plans, notes
 
 
+# The metadata files a stack keeps beside its tables: the newest of each kind is read.
+METADATA_KINDS = ("variables", "validation", "categorical_codes", "readme")
+
+
+def needed(file_names: Iterable[str], wanted: set[str] | None = None) -> set[str]:
+    """The files of a listing a stack reads: the data files of the wanted tables once
+    de-duplicated as above (only the newest site-all file of a site and lab file of a lab),
+    sensor_positions' newest per site, every science review flag file, and the newest of each
+    metadata kind. Everything else (EML, older copies) is never fetched."""
+    sources = [SourceFile(Path(n), n, None, "") for n in dict.fromkeys(file_names)]
+    plans, _ = plan_tables(sources, (), "basic", wanted)
+    out = {f.name for p in plans for f in p.files}
+    for kind in METADATA_KINDS:
+        found = [s for s in sources if s.parsed.kind == kind]
+        if found:
+            out.add(max(found, key=lambda s: (s.parsed.published, s.name)).name)
+    return out
+
+
 def _unique(fields: list[FieldDef]) -> list[FieldDef]:
     seen: set[str] = set()
     out = []
