@@ -25,13 +25,15 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tables.stack import TMP_SUFFIX, SourceFile, TableResult, build_table, plan_tables, result_of, tmp_name
+from tables.stack import TMP_SUFFIX, SourceFile, TablePlan, TableResult, build_table, plan_tables, result_of, tmp_name
 from tables.variables import FieldDef, parse
 
 log = logging.getLogger("eco.tables")
@@ -40,6 +42,8 @@ DATASET_JSON = "dataset.json"
 FOLDER = "datasets"
 VERSION = 1
 LOCK = ".lock"
+# Small tables stacked at once.
+SIDE_BY_SIDE = 4
 # Metadata files kept beside the tables: the newest of each kind, under a plain name.
 SIDE_FILES = {"variables": "variables.csv", "validation": "validation.csv", "categorical_codes": "categoricalCodes.csv",
               "readme": "readme.txt"}
@@ -177,14 +181,18 @@ class Progress:
     tables_done: int = 0
     table: str = ""
 
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
     def file_read(self, n: int) -> None:
-        self.files_done += n
-        self._send()
+        with self.lock:
+            self.files_done += n
+            self._send()
 
     def table_done(self, name: str) -> None:
-        self.tables_done += 1
-        self.table = name
-        self._send()
+        with self.lock:
+            self.tables_done += 1
+            self.table = name
+            self._send()
 
     def _send(self) -> None:
         if self.report is not None:
@@ -241,12 +249,27 @@ def build(folder: Path, sources: list[SourceFile], *, root: Path, product: str, 
             todo.append(plan)
         progress.files_total = sum(len(p.files) for p in todo)
         progress.tables_total = len(todo)
-        for plan in todo:
+
+        def one(plan: TablePlan) -> TableResult:
             started = time.monotonic()
-            results[plan.name] = build_table(plan, folder, product=product, progress=progress.file_read)
-            log.info("stacked %s: %d rows from %d files in %.1f s", plan.name, results[plan.name].rows,
-                     len(plan.files), time.monotonic() - started)
+            got = build_table(plan, folder, product=product, progress=progress.file_read)
+            log.info("stacked %s: %d rows from %d files in %.1f s", plan.name, got.rows, len(plan.files),
+                     time.monotonic() - started)
             progress.table_done(plan.name)
+            return got
+
+        # Tables of small files (observational, lab, metadata) are stacked side by side: each is
+        # mostly the fixed cost of its reads and its Parquet file. Sensor tables, the large ones,
+        # one at a time, so memory holds one table's chunk.
+        small = [p for p in todo if p.layout != "sensor"]
+        with ThreadPoolExecutor(max_workers=max(1, min(SIDE_BY_SIDE, len(small))),
+                                thread_name_prefix="eco-stack-table") as pool:
+            futures = {p.name: pool.submit(one, p) for p in small}
+            for plan in todo:
+                if plan.layout == "sensor":
+                    results[plan.name] = one(plan)
+            for name, fut in futures.items():
+                results[name] = fut.result()
         for name, prior in old_tables.items():
             if name not in results and prior.get("file"):
                 (folder / prior["file"]).unlink(missing_ok=True)  # a table this selection no longer has
@@ -264,11 +287,17 @@ def build(folder: Path, sources: list[SourceFile], *, root: Path, product: str, 
             "tables": {name: results[name].to_json() for name in sorted(results)},
             "files": files,
             "notes": notes,
-            "sources": [_source_json(s, root) for s in sorted(sources, key=lambda s: s.name)],
+            "sources": [_source_json(s, str(root).rstrip("/") + "/") for s in sorted(sources, key=lambda s: s.name)],
         }
         if todo or not old or _changed(old, record):
-            _write_atomic(folder / DATASET_JSON, (json.dumps(record, indent=1) + "\n").encode())
+            _write_atomic(folder / DATASET_JSON, _json_text(record).encode())
         return Built(record=record, rebuilt=[p.name for p in todo], kept=kept, notes=notes)
+
+
+def _json_text(record: dict[str, Any]) -> str:
+    """One top-level key per line, each value encoded by json's C encoder (indent would encode
+    the whole record in Python, tens of ms for a dataset of a few hundred files)."""
+    return "{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in record.items()) + "\n}\n"
 
 
 def _changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -276,12 +305,10 @@ def _changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return {k: v for k, v in old.items() if k not in skip} != {k: v for k, v in new.items() if k not in skip}
 
 
-def _source_json(s: SourceFile, root: Path) -> dict[str, Any]:
-    try:
-        rel = s.path.relative_to(root).as_posix()
-    except ValueError:
-        rel = str(s.path)
-    return {"name": s.name, "md5": s.md5, "release": s.release, "size": s.path.stat().st_size, "path": rel,
+def _source_json(s: SourceFile, root: str) -> dict[str, Any]:
+    path = str(s.path)
+    rel = path[len(root):] if path.startswith(root) else path
+    return {"name": s.name, "md5": s.md5, "release": s.release, "size": os.stat(path).st_size, "path": rel,
             "site": s.parsed.site, "month": s.parsed.month, "table": s.parsed.table}
 
 

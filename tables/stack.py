@@ -30,15 +30,18 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import os
 import re
 import secrets
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -52,6 +55,9 @@ ENGINE_VERSION = "1"
 TMP_SUFFIX = ".tmp"
 # Rows gathered before one Parquet row group is written.
 CHUNK_ROWS = 1 << 18
+# Files read ahead of the one being stacked, on a few threads of the process's own.
+READ_AHEAD = 4
+_READERS = ThreadPoolExecutor(max_workers=min(READ_AHEAD, os.cpu_count() or 1), thread_name_prefix="eco-stack-read")
 
 Layout = Literal["sensor", "site-date", "site-all", "lab", "sensor_positions", "science_review_flags"]
 
@@ -293,14 +299,11 @@ class _Columns:
 
 
 def _constant(value: str, n: int) -> pa.Array:
-    return pa.DictionaryArray.from_arrays(pa.array([0] * n if n < 64 else _zeros(n), pa.int32()),
-                                          pa.array([value], pa.string())).cast(pa.string())
-
-
-def _zeros(n: int) -> Any:
-    import numpy as np
-
-    return np.zeros(n, dtype=np.int32)
+    """`value` n times, built from buffers: converting Python objects (pa.array, pa.scalar) makes
+    pyarrow import pandas, a second of start-up and tens of MB that stacking never needs."""
+    data = value.encode()
+    offsets = np.arange(0, (n + 1) * len(data), len(data) or 1, dtype=np.int32) if data else np.zeros(n + 1, np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n))
 
 
 def _read(source: SourceFile, cols: _Columns, sensor: bool) -> pa.Table:
@@ -309,15 +312,39 @@ def _read(source: SourceFile, cols: _Columns, sensor: bool) -> pa.Table:
         header = _header(source.path)
         if "name" in header and "sensorLocationID" not in header:
             rename = {k: v for k, v in OLD_POSITION_COLUMNS.items() if k in header}
+    big = source.path.stat().st_size > 1 << 20
     table = pacsv.read_csv(
         source.path,
-        read_options=pacsv.ReadOptions(use_threads=False, block_size=1 << 22),
+        # A large file is parsed in blocks on pyarrow's threads; a small one in one block on this one.
+        read_options=pacsv.ReadOptions(use_threads=big, block_size=1 << 20),
         # Free text in observational tables may hold line breaks inside quotes; sensor data never does.
         parse_options=pacsv.ParseOptions(newlines_in_values=not sensor),
         convert_options=cols.convert(rename))
     if rename:
         table = table.rename_columns([rename.get(n, n) for n in table.column_names])
     return table.select(cols.read_names)
+
+
+def _parts(plan: TablePlan, cols: _Columns, sensor: bool) -> Iterator[pa.Table]:
+    """Each file of the plan read and given its added columns, in the plan's order, READ_AHEAD
+    files at a time on the readers' threads (pyarrow parses without the GIL): a small file's read
+    is mostly fixed cost, and a table of a hundred of them would pay it a hundred times in turn."""
+    pending: deque[Future[pa.Table]] = deque()
+    files = iter(plan.files)
+    try:
+        for source in files:
+            pending.append(_READERS.submit(_prepared, source, cols, sensor))
+            if len(pending) >= READ_AHEAD:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:
+            f.cancel()
+
+
+def _prepared(source: SourceFile, cols: _Columns, sensor: bool) -> pa.Table:
+    return _with_added(_read(source, cols, sensor), source, cols)
 
 
 def _with_added(table: pa.Table, source: SourceFile, cols: _Columns) -> pa.Table:
@@ -352,9 +379,11 @@ def _sorted(table: pa.Table, plan: TablePlan) -> pa.Table:
             keys.append(("lastUpdateDateTime", "descending"))
         keys += [("publicationDate", "descending")]
         table = table.take(pc.sort_indices(table, sort_keys=keys))
-        ids = table.column("srfID").to_pylist()
-        first = [i for i, v in enumerate(ids) if i == 0 or v != ids[i - 1]]
-        table = table.take(pa.array(first, pa.int64()))
+        if table.num_rows > 1:  # the first row of each srfID: the one last updated, then last published
+            ids = table.column("srfID").combine_chunks()
+            differs = pc.not_equal(ids.slice(1), ids.slice(0, len(ids) - 1))
+            changed = pc.or_kleene(differs, pc.is_null(differs))
+            table = table.filter(pa.concat_arrays([pc.is_valid(ids.slice(0, 1)), changed]))
     if plan.layout in ("sensor", "sensor_positions"):
         return table  # already in site, position and time order
     keys = [("siteID", "ascending")] if "siteID" in table.column_names else []
@@ -372,8 +401,17 @@ def _span_of(table: pa.Table, candidates: tuple[str, ...], which: str) -> tuple[
                 col = table.column(name)
                 if col.null_count == len(col):
                     continue
-                return name, pc.min_max(col)[which].as_py()
+                return name, _plain(pc.min_max(col)[which])
     return None
+
+
+def _plain(value: pa.Scalar) -> datetime | date:
+    """A timestamp or date scalar as Python's, read as a number (a timestamp's or date's as_py()
+    would import pandas)."""
+    if pa.types.is_timestamp(value.type):
+        ms = value.cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64()).as_py()
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    return date(1970, 1, 1) + timedelta(days=value.cast(pa.date32()).cast(pa.int32()).as_py())
 
 
 class _Span:
@@ -447,8 +485,7 @@ def _build(plan: TablePlan, folder: Path, cols: _Columns, product: str, progress
     try:
         pending: list[pa.Table] = []
         held = 0
-        for source in plan.files:
-            part = _with_added(_read(source, cols, sensor), source, cols)
+        for part in _parts(plan, cols, sensor):
             if schema is None:
                 schema = _schema(part, cols, plan, fingerprint, product)
             part = part.cast(schema)
@@ -464,7 +501,7 @@ def _build(plan: TablePlan, folder: Path, cols: _Columns, product: str, progress
                 rows += chunk.num_rows
                 pending, held = [], 0
         if schema is None:  # no files: an empty table of the variables' columns
-            empty = pa.table({f.name: pa.array([], ARROW_TYPES[column_type(f)]) for f in cols.fields})
+            empty = pa.table({f.name: pa.nulls(0, ARROW_TYPES[column_type(f)]) for f in cols.fields})
             schema = _schema(empty, cols, plan, fingerprint, product)
         rest = pa.concat_tables(pending) if pending else schema.empty_table()
         if not sensor:
@@ -531,6 +568,3 @@ def result_of(path: Path, plan: TablePlan) -> TableResult | None:
                        columns=columns, fingerprint=plan.fingerprint(), sources=[s.name for s in plan.files],
                        bytes=path.stat().st_size, time_span=span.to_json())
 
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=1, sort_keys=False)

@@ -7,6 +7,9 @@ from __future__ import annotations
 import csv
 import io
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pyarrow as pa
@@ -134,3 +137,24 @@ def test_dataset_ids_name_the_selection_and_change_with_it():
     assert a != dataset.dataset_id(LITTER, ["HARV"], "2023-01", "2023-06", "basic", None, True, None)
     assert a != dataset.dataset_id(LITTER, ["HARV", "BART"], "2023-01", "2023-06", "basic", None, True, ["ltr_pertrap"])
     assert os.sep not in a
+
+
+def test_stacking_never_loads_pandas(tmp_path, litter):
+    # pandas is a second of start-up and tens of MB that the engine never needs; pyarrow loads it
+    # behind the scenes when Python objects are converted, so the engine builds from buffers.
+    _, sources = litter
+    script = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from tables import dataset
+        from tables.stack import SourceFile
+        sources = [SourceFile(Path(p), Path(p).name, None, r) for p, r in {[(str(s.path), s.release) for s in sources]!r}]
+        dataset.build(Path({str(tmp_path / "ds")!r}), sources, root=Path({str(tmp_path)!r}), product="X",
+                      package="basic", wanted=None, selection={{}}, citations=[], issue_log=None)
+        print("pandas" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"
+    assert (tmp_path / "ds" / "ltr_massdata.parquet").exists()
