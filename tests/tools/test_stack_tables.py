@@ -96,6 +96,7 @@ async def test_a_second_call_fetches_and_rebuilds_nothing_and_a_changed_file_reb
     again = (await call_tool("eco_stack_tables", SMALL)).ok
     assert fresh_sim.requests.count(STORAGE) == 0
     assert again["totals"]["downloaded"] == 0 and again["totals"]["tablesRebuilt"] == 0
+    assert any("answered from its dataset.json" in n for n in again["notes"])
     assert not any(t["rebuilt"] for t in again["tables"])
     assert {p.name: p.stat().st_mtime_ns for p in folder.glob("*.parquet")} == mtimes
     assert [t["rows"] for t in again["tables"]] == [t["rows"] for t in first["tables"]]
