@@ -1,4 +1,4 @@
-"""The tables family: eco_describe_tables (and eco_stack_tables). NEON publishes each table of a
+"""The tables family: eco_describe_tables and eco_stack_tables. NEON publishes each table of a
 product as one CSV per site and month, with the meaning, type and units of every column in a
 separate variables file; these tools read that dictionary and stack the CSVs into tables.
 
@@ -9,6 +9,14 @@ fetched from its signed URL only when the catalog database holds no copy with th
 (tables.kept), together with that month's readme for the tables' descriptions. The listing's own
 file names tell each table's layout and, for sensor products, the positions (HOR.VER) and
 averaging interval.
+
+eco_stack_tables lists the selection once (as eco_list_files does), keeps the files a stack reads
+(tables.stack.needed), plans them as eco_download_files plans data files (caps and confinement
+before any byte; downloads.max_stack_files for their number), and answers from the dataset's
+dataset.json when every source is unchanged and on disk. Otherwise it downloads what is missing or
+changed through downloads/ (verified, resumable, in the manifest) and stacks with tables/, which
+rebuilds only the tables whose sources changed. The stacking runs on worker threads; progress goes
+to stderr and, when the client asked, as MCP progress notifications.
 """
 
 from __future__ import annotations
@@ -461,7 +469,7 @@ async def _issue_log(call: CallContext, product: str, notes: list[str]) -> list[
 
 
 def _answer(record: dict[str, Any], folder: Path, rebuilt: set[str], totals: StackTotals, resolved: dict[str, Any],
-            notes: list[str], steps: list[NextStep], cfg: Any) -> StackTablesOutput:
+            notes: list[str], steps: list[NextStep], cfg: Any, endpoint: str) -> StackTablesOutput:
     sel = record["selection"]
     tables = [StackedTable(name=t["name"], layout=t["layout"], file=t["file"], rows=t["rows"],
                            columns=[StackedColumn(**c) for c in t["columns"]], time_span=t.get("timeSpan"),
@@ -473,7 +481,7 @@ def _answer(record: dict[str, Any], folder: Path, rebuilt: set[str], totals: Sta
         files={k: v["file"] for k, v in (record.get("files") or {}).items()},
         citations=[DatasetCitation(**c) for c in record.get("citations") or []], totals=totals,
         resolved=resolved, notes=[*notes, *record.get("notes", [])], next_steps=steps,
-        source=Source(origin="upstream", endpoints=["POST /data/query"], api_base_url=cfg.eco.base_url))
+        source=Source(origin="upstream", endpoints=[endpoint], api_base_url=cfg.eco.base_url))
 
 
 def _stack_steps(product: str, record: dict[str, Any]) -> list[NextStep]:
@@ -501,6 +509,7 @@ async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTables
     # The dataset's folder must resolve inside the download directory, checked before any request.
     folder = plan.confiner.directory(PurePosixPath(dataset.FOLDER, ds_id), "dataset folder")
     listing = await list_site_months(client, cfg, query)
+    endpoint = LISTING_ENDPOINT if len(query.sites) == 1 and query.start == query.end else "POST /data/query"
     notes: list[str] = []
     if not listing.files:
         raise EcoError("not_found", f"start_month: no data for {query.product} at {', '.join(query.sites)} from "
@@ -527,7 +536,8 @@ async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTables
         totals = StackTotals(source_files=len(sources), downloaded=0, bytes_transferred=0, tables_rebuilt=0,
                              seconds=round(time.monotonic() - started, 3))
         notes.append("Unchanged upstream since the dataset was stacked: answered from its dataset.json.")
-        return _answer(record, folder, set(), totals, resolved, notes, _stack_steps(query.product, record), cfg)
+        return _answer(record, folder, set(), totals, resolved, notes, _stack_steps(query.product, record), cfg,
+                       endpoint)
     # Only what is missing or changed goes to the transfers; what the dataset recorded with the
     # same MD5 and size is on disk already.
     recorded = {(s["name"], s.get("md5")): s.get("size") for s in (record or {}).get("sources") or []}
@@ -552,9 +562,9 @@ async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTables
                  "includeProvisional": query.include_provisional, "tables": wanted}
 
     def report(p: dataset.Progress) -> None:
+        reporter.done = len(fetch) + p.files_done
         reporter.advance(0, f"stacking: {p.tables_done}/{p.tables_total} tables, {p.files_done}/{p.files_total} "
                             "files read", force=p.tables_done == p.tables_total and p.tables_total > 0)
-        reporter.done = len(fetch) + p.files_done
 
     try:
         built = await asyncio.to_thread(
@@ -570,7 +580,7 @@ async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTables
     if built.kept and built.rebuilt:
         notes.append(f"Rebuilt {', '.join(built.rebuilt)} (their sources changed upstream); kept the other tables.")
     return _answer(built.record, folder, set(built.rebuilt), totals, resolved, notes,
-                   _stack_steps(query.product, built.record), cfg)
+                   _stack_steps(query.product, built.record), cfg, endpoint)
 
 
 def _on_disk(path: Path, size: int | None) -> bool:
