@@ -13,6 +13,7 @@ COPY eco_service ./eco_service
 COPY catalog ./catalog
 COPY mcp_gateway ./mcp_gateway
 COPY downloads ./downloads
+COPY tables ./tables
 COPY upstream_sim ./upstream_sim
 COPY templates ./templates
 COPY manage.py ./
@@ -22,7 +23,7 @@ COPY manage.py ./
 RUN pip install --no-cache-dir --no-deps . && python manage.py collectstatic --noinput
 # Commands run from /app's sources (manage.py, uvicorn's app dir), which pip did not compile, and
 # PYTHONDONTWRITEBYTECODE keeps Python from caching them: compiled once here, not at every start.
-RUN python -m compileall -q eco_core upstream catalog downloads families mcp_gateway eco_service upstream_sim
+RUN python -m compileall -q eco_core upstream catalog downloads tables families mcp_gateway eco_service upstream_sim
 RUN useradd --create-home eco && mkdir -p /app/data && chown eco /app/data
 USER eco
 EXPOSE 8080

@@ -244,3 +244,30 @@ class CatalogRefresh(models.Model):
         if self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
+
+
+class VariablesFileRow(models.Model):
+    """One product's NEON variables file (its field dictionary) in one release, as last fetched:
+    eco_describe_tables answers from it while the upstream listing shows the same MD5, and fetches
+    the file again when NEON publishes another. Kept per upstream, like the catalogs: a file read
+    from a simulator never answers for NEON. `fields` holds the file's rows in its column order
+    (tables.variables.COLUMNS); `tables` each table's description from the package readme."""
+
+    upstream = models.CharField(max_length=500)
+    product_code = models.CharField(max_length=32)
+    release = models.CharField(max_length=32)
+    file_name = models.CharField(max_length=300)
+    md5 = models.CharField(max_length=32)
+    size = models.PositiveIntegerField(default=0)
+    fields = models.JSONField(default=list)
+    tables = models.JSONField(default=dict)
+    fetched_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "catalog_variables_file"
+        constraints = [models.UniqueConstraint(fields=["upstream", "product_code", "release"],
+                                               name="uniq_variables_file")]
+        verbose_name = "variables file"
+
+    def __str__(self) -> str:
+        return f"{self.product_code} {self.release} {self.file_name}"

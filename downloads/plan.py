@@ -75,16 +75,20 @@ def start(cfg: EcoConfig, dest_subdir: str | None) -> Plan:
     return Plan(root=root, base=base, name_max=name_max, path_max=path_max, confiner=confine)
 
 
-def check(plan: Plan, cfg: EcoConfig, *, if_exists: IfExists, max_bytes: int | None) -> None:
-    """Caps, hosts, destinations and if_exists, in that order; nothing has been written yet."""
+def check(plan: Plan, cfg: EcoConfig, *, if_exists: IfExists, max_bytes: int | None,
+          max_files: int | None = None) -> None:
+    """Caps, hosts, destinations and if_exists, in that order; nothing has been written yet.
+    `max_files`: the calling tool's own file cap (eco_stack_tables reads hundreds of small files),
+    instead of downloads.max_files_per_call."""
     d = cfg.downloads
+    files_cap = max_files if max_files is not None else d.max_files_per_call
     largest = max((i.size or 0 for i in plan.items), default=0)
     totals = {"files": len(plan.items), "bytes": plan.bytes, "largestFileBytes": largest,
-              "maxFiles": d.max_files_per_call, "maxBytes": min(d.max_bytes_per_call, max_bytes or 1 << 62),
+              "maxFiles": files_cap, "maxBytes": min(d.max_bytes_per_call, max_bytes or 1 << 62),
               "maxFileBytes": d.max_file_bytes}
     over = []
-    if len(plan.items) > d.max_files_per_call:
-        over.append(f"{len(plan.items)} files, at most {d.max_files_per_call} per call")
+    if len(plan.items) > files_cap:
+        over.append(f"{len(plan.items)} files, at most {files_cap} per call")
     if plan.bytes > d.max_bytes_per_call:
         over.append(f"{plan.bytes} bytes, at most {d.max_bytes_per_call} per call")
     if max_bytes is not None and plan.bytes > max_bytes:

@@ -235,6 +235,9 @@ class Downloads(_Section):
     max_files_per_call: int = Field(50, ge=1, le=10000, description="Files per download call.")
     max_bytes_per_call: int = Field(2147483648, ge=1, le=1 << 40, description="Bytes per download call.")
     max_file_bytes: int = Field(1073741824, ge=1, le=1 << 40, description="Bytes per file.")
+    max_stack_files: int = Field(5000, ge=1, le=1_000_000, description=(
+        "Source files one eco_stack_tables call may read (a product's CSVs per site, month and sensor position); "
+        "its bytes are bound by max_bytes_per_call and max_file_bytes as a download's are."))
     verify_checksums: bool = Field(True, description="Verify MD5 before renaming .part files.")
     allowed_hosts: list[str] = Field(
         default_factory=lambda: ["data.neonscience.org", "storage.googleapis.com", "*.storage.googleapis.com"],

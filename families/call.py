@@ -5,6 +5,7 @@ a multi-round call. The gateway builds one per call; a read that needs the calle
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,6 +40,10 @@ class CallContext:
     listed_tools: frozenset[str] = frozenset()
     # The upstream client; None: the process's shared client of this event loop, made on first use.
     upstream: UpstreamClient | None = None
+    # Sends an MCP progress notification (progress, total, message) for this call, a no-op when
+    # the client did not ask for progress; None outside a server. Long reads (eco_stack_tables)
+    # report through it.
+    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
 
     @property
     def client(self) -> UpstreamClient:

@@ -174,7 +174,7 @@ def default_registry() -> Registry:
 # module only when the tool is called (or described further than its listing).
 
 # The project packages a tool declaration can depend on; eco_service imports them, never the reverse.
-SOURCE_PACKAGES = ("eco_core", "upstream", "catalog", "downloads", "families", "mcp_gateway")
+SOURCE_PACKAGES = ("eco_core", "upstream", "catalog", "downloads", "tables", "families", "mcp_gateway")
 # What renders the schemas and the Tool objects: a reinstall changes these files' stamps.
 RENDERING_PACKAGES = ("mcp", "mcp_types", "pydantic", "pydantic_core")
 LISTING_FORMAT = 1

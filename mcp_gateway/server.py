@@ -126,6 +126,8 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
             request_state=params.request_state,
             input_responses=_responses(params.input_responses),
             listed_tools=listed_names,
+            # A no-op unless the client asked for progress (a progressToken, or an in-process callback).
+            progress=ctx.session.report_progress,
         )
         return _wire(await execute_for_reply(spec, params.arguments, call, token=choice.token, extra_meta=stamp))
 

@@ -6,6 +6,7 @@ Bottom to top (a package may import only packages below it, and itself):
     upstream       the NEON client (one sender, rate limits, cache, breaker, typed replies)
     catalog        the persistent catalogs, the in-memory index and the one way to reach it
     downloads      the storage side of files: plan and caps, path confinement, transfer, manifest
+    tables         the storage side of stacked tables: variables files, the stacking engine, datasets
     families       one module per tool family: its tools' inputs, outputs and reads
     mcp_gateway    MCP protocol, transports, registry (tool registrations only), envelope, budgets
     eco_service    composition root: settings, URLs, ASGI, CLI, Celery app, management commands
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["eco_core", "upstream", "catalog", "downloads", "families", "mcp_gateway", "eco_service"]
+LAYERS = ["eco_core", "upstream", "catalog", "downloads", "tables", "families", "mcp_gateway", "eco_service"]
 APART = ["upstream_sim"]
 PACKAGES = LAYERS + APART
 

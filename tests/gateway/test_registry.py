@@ -73,17 +73,22 @@ def test_every_input_property_is_snake_case():
             assert name == name.lower(), (tool["name"], name)
 
 
+# The tools that write into the download directory, and so run only where the server's disk is
+# the caller's (stdio).
+WRITERS = {"eco_download_files", "eco_stack_tables"}
+
+
 def test_annotations_follow_the_spec_read_only_except_downloads():
     for tool in _listed(http=False):
         a = tool["annotations"]
         assert a["destructiveHint"] is False and a["idempotentHint"] is True and a["openWorldHint"] is True
-        assert a["readOnlyHint"] is (tool["name"] != "eco_download_files")
+        assert a["readOnlyHint"] is (tool["name"] not in WRITERS)
 
 
 def test_every_tool_carries_the_spec_meta_keys():
     for tool in _listed(http=False):
         assert set(tool["_meta"]) == META_KEYS
-        assert tool["_meta"]["stdioOnly"] is (tool["name"] == "eco_download_files")
+        assert tool["_meta"]["stdioOnly"] is (tool["name"] in WRITERS)
 
 
 def test_tools_list_is_sorted_stable_and_within_its_byte_bound():
@@ -111,7 +116,7 @@ def test_http_lists_every_tool_except_stdio_only_ones():
     assert [s.name for s in reg.listed(http=True)] == ["eco_echo"]
     stdio_names = {t["name"] for t in _listed(http=False)}
     http_names = {t["name"] for t in _listed(http=True)}
-    assert stdio_names - http_names <= {"eco_download_files"}
+    assert stdio_names - http_names <= WRITERS
 
 
 def test_a_tool_declared_twice_is_refused():

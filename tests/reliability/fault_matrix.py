@@ -60,6 +60,12 @@ class Row:
 
 
 ROWS: dict[str, Row] = {
+    # The month's listing; the variables file is then read from storage (or the catalog database).
+    "eco_describe_tables": Row({"product": PRODUCT, "site_code": "HARV", "limit": 5}, r"^/api/v0/data/", token=True,
+                               cached="data"),
+    # The selection's listing; its files then come from storage, as a download's do.
+    "eco_stack_tables": Row({"product": "DP1.10033.001", "site_codes": ["HARV"], "start_month": "2023-07"},
+                            r"^/api/v0/data/", token=True, cached="data"),
     "eco_download_files": Row({"spec_number": DOCUMENT}, r"^/api/v0/documents/", token=True, cached="documents"),
     "eco_find_locations": Row({"root": "HARV", "limit": 5}, r"^/api/v0/locations/HARV", cached="locations",
                               graphql_side_note="Coordinates left out: the batched GraphQL lookup failed "
@@ -349,6 +355,9 @@ DATABASE_DOWN: dict[str, DatabaseDown] = {
     "eco_get_release": DatabaseDown(CATALOG_DOWN, None),
     "eco_get_site": DatabaseDown(CATALOG_DOWN, None),
     "eco_list_files": DatabaseDown(CATALOG_DOWN, None),
+    # Its kept variables file is read from the database; down, the file is read from NEON instead.
+    "eco_describe_tables": DatabaseDown(CATALOG_DOWN, None),
+    "eco_stack_tables": DatabaseDown(CATALOG_DOWN, None),
     "eco_list_releases": DatabaseDown(CATALOG_DOWN, None),
     "eco_search_products": DatabaseDown(CATALOG_DOWN, None),
     "eco_search_sites": DatabaseDown(CATALOG_DOWN, None),

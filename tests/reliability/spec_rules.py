@@ -183,6 +183,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
               "spec: char_offset continues a text; past its end it is malformed"),
     ),
     "eco_list_files": (MONTH_ORDER, ONE_SITE_MONTH),
+    "eco_stack_tables": (MONTH_ORDER,),
     "eco_download_files": (
         MONTH_ORDER, ONE_SITE_MONTH,
         _rule("product prototype_uuid spec_number", lambda a: _given(a, "product", "prototype_uuid",

@@ -63,6 +63,9 @@ VALID: dict[str, dict[str, Any]] = {
     "eco_graphql": {"query": "{ sites { siteCode } }"},
     "eco_list_files": {**FILES, "limit": 3},
     "eco_download_files": FILES,
+    "eco_describe_tables": {"product": PRODUCT, "limit": 3},
+    # Another month than the download's: the two run at once over stdio and must not share files.
+    "eco_stack_tables": {**FILES, "start_month": "2020-07"},
 }
 
 
@@ -110,6 +113,7 @@ def start_stdio(sim: Any, folder: Path) -> tuple[subprocess.Popen[str], Any, int
     calls = [("eco_ping", VALID["eco_ping"]), ("eco_list_files", VALID["eco_list_files"]),
              ("eco_download_files", VALID["eco_download_files"]),
              ("eco_download_files", {**FILES, "dest_subdir": "../../escape"}),
+             ("eco_stack_tables", VALID["eco_stack_tables"]),
              ("eco_get_sample", {"sample_tag": Samples.SHARED_TAG}), ("eco_canary_no_such_tool", {})]
     errfile = tempfile.TemporaryFile("w+")
     proc = subprocess.Popen([PYTHON, "manage.py", "eco_mcp_stdio", "--log-level", "debug"], cwd=REPO, env=env,
@@ -153,6 +157,8 @@ async def test_the_canary_appears_in_no_answer_header_log_file_or_row_of_any_too
         cfg = load_config(flags={"eco.base_url": sim.base_url, "eco.graphql_url": sim.graphql_url,
                                  "server.transport": "http", "server.allow_insecure_header_token": True,
                                  "server.share_config_token_over_http": True, "eco.retries.backoff_base_s": 0.01,
+                                 # eco_describe_tables reads the variables file from the simulator's storage.
+                                 "downloads.allowed_hosts": ["127.0.0.1", "localhost"],
                                  # The canary on public upstream requests too (a refresh over HTTP stays anonymous).
                                  "eco.token_for_public_endpoints": True},
                           env={"ECO_TOKEN": CANARY.token, "ECO_MCP_SERVER__OPS_TOKEN": OPS_TOKEN}, warn=False)
@@ -254,12 +260,13 @@ async def _faults(client: Client, sim: Any) -> None:
 
 
 def _check_stdio(answers: dict[int, dict[str, Any]], downloads: Path) -> None:
-    assert set(answers) == {1, 2, 3, 4, 5, 6}
-    ok = {i: answers[i]["result"]["structuredContent"] for i in (1, 2, 3)}
+    assert set(answers) == {1, 2, 3, 4, 5, 6, 7}
+    ok = {i: answers[i]["result"]["structuredContent"] for i in (1, 2, 3, 5)}
     assert ok[1]["tokenSource"] == "config" and ok[2]["files"]
     assert {f["status"] for f in ok[3]["files"]} == {"downloaded"}
-    assert answers[4]["result"]["isError"] and answers[5]["result"]["isError"]
-    assert answers[6]["error"]["data"]["code"] == "unknown_tool"
+    assert ok[5]["tables"] and (downloads / "datasets" / ok[5]["datasetId"] / "dataset.json").is_file()
+    assert answers[4]["result"]["isError"] and answers[6]["result"]["isError"]
+    assert answers[7]["error"]["data"]["code"] == "unknown_tool"
     assert any(downloads.rglob("*")) and not list(downloads.rglob("*.part"))
 
 

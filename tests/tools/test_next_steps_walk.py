@@ -43,6 +43,7 @@ SEEDS: list[tuple[str, dict[str, Any]]] = [
     ("eco_search_taxonomy", {"taxon_type_code": "TICK", "limit": 5}),
     ("eco_graphql", {"introspect_type": "Site"}),
     ("eco_list_files", {"product": PRODUCT, "site_codes": ["HARV"], "start_month": "2020-05", "limit": 3}),
+    ("eco_describe_tables", {"product": PRODUCT, "limit": 3}),
 ]
 MAX_CALLS = 150
 # Suggestions that are right to make and still fail, by (tool, error code). Empty: none found.
@@ -75,7 +76,7 @@ async def test_every_next_step_from_a_seed_per_family_names_a_listed_tool_valida
         transport = streamable_http_client(srv.url, http_client=create_mcp_http_client(headers={"X-API-Token": sim_token}))
         async with Client(transport, mode="2026-07-28") as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert len(tools) == 19 and "eco_download_files" not in tools
+            assert len(tools) == 20 and "eco_download_files" not in tools
             assert {name for name, _ in SEEDS} <= set(tools)
 
             # The instructions an agent reads first name only tools it can call.

@@ -1,0 +1,592 @@
+"""The tables family: eco_describe_tables and eco_stack_tables. NEON publishes each table of a
+product as one CSV per site and month, with the meaning, type and units of every column in a
+separate variables file; these tools read that dictionary and stack the CSVs into tables.
+
+eco_describe_tables lists one site-month of the product (the newest of the release asked for, at
+the site asked for or the one with the newest month) to find the current variables file and its
+MD5: one GET /data/{product}/{site}/{month}, cached for cache.ttl_s.data. The file itself is
+fetched from its signed URL only when the catalog database holds no copy with that MD5
+(tables.kept), together with that month's readme for the tables' descriptions. The listing's own
+file names tell each table's layout and, for sensor products, the positions (HOR.VER) and
+averaging interval.
+
+eco_stack_tables lists the selection once (as eco_list_files does), keeps the files a stack reads
+(tables.stack.needed), plans them as eco_download_files plans data files (caps and confinement
+before any byte; downloads.max_stack_files for their number), and answers from the dataset's
+dataset.json when every source is unchanged and on disk. Otherwise it downloads what is missing or
+changed through downloads/ (verified, resumable, in the manifest) and stacks with tables/, which
+rebuilds only the tables whose sources changed. The stacking runs on worker threads; progress goes
+to stderr and, when the client asked, as MCP progress notifications.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field
+
+from catalog import months
+from catalog.access import catalog_index, catalog_read
+from catalog.index import CatalogIndex, ProductEntry
+from catalog.months import MONTH_PATTERN
+from catalog.outage import DATABASE_DOWN
+from catalog.resolve import PROVISIONAL, resolve_product, resolve_release, resolve_site
+from downloads import paths
+from downloads.files import FileRecord, list_site_months
+from downloads.plan import Item, Plan, check, start
+from downloads.selection import select
+from downloads.transfer import PROGRESS_EVERY_S, download
+from eco_core.bounds import Configured
+from eco_core.errors import EcoError
+from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page
+from families import citations
+from families.call import CallContext
+from tables import dataset, kept, names, stack
+from tables.stack import SourceFile
+from tables.variables import FieldDef, column_type, parse, table_descriptions, tables_of
+from upstream import models as um
+
+log = logging.getLogger("eco.tables")
+
+Package = Literal["basic", "expanded"]
+NEED = ("products", "sites", "releases")
+LISTING_ENDPOINT = "GET /data/{productCode}/{siteCode}/{yearMonth}"
+# A variables file or readme larger than this is not one: refused rather than held in memory.
+SMALL_FILE_MAX = 8 << 20
+
+
+# -- eco_describe_tables ------------------------------------------------------------------------
+
+class DescribeTablesInput(ToolInput):
+    product: str = Field(max_length=300, description="Product code or name.")
+    release: str | None = Field(None, max_length=64, description=(
+        "RELEASE-YYYY; default the newest release with the product (provisional when it has none)."))
+    package: Package = "basic"
+    tables: list[str] | None = Field(None, min_length=1, max_length=50, description="Only these tables.")
+    search: str | None = Field(None, min_length=1, max_length=200, description=(
+        "Words every listed field's name or description holds."))
+    site_code: str | None = Field(None, max_length=200, description="Site whose newest month is listed.")
+    limit: int = Field(100, ge=1, le=500)
+    offset: int = Field(0, ge=0)
+
+
+class TableSummary(WireModel):
+    name: str
+    type: str | None = Field(description="site-date, site-all or lab; null: no file in the month listed.")
+    description: str | None
+    fields: int = Field(description="In the package.")
+    averaging_minutes: int | None
+    positions: list[str] | None = Field(description="HOR.VER at the listed site and month.")
+
+
+class TableField(WireModel):
+    table: str
+    name: str
+    description: str
+    data_type: str
+    column_type: str = Field(description="Stacked: double, int64, string, date or timestamp (UTC).")
+    units: str | None
+    package: str
+    pub_format: str
+    primary_key: bool
+    categorical_code_name: str | None
+
+
+class DescribeTablesOutput(Envelope):
+    product_code: str
+    product_name: str
+    release: str
+    package: Package
+    variables_file: str
+    variables_md5: str | None
+    listed_site: str
+    listed_month: str
+    tables: list[TableSummary]
+    fields: list[TableField]
+    page: Page
+
+
+def _months_in(p: ProductEntry, site: str, release: str) -> tuple[tuple[int, int], ...]:
+    cell = p.cells.get(site)
+    if cell is None:
+        return ()
+    return cell.in_release.get(release) or cell.by_release.get(release) or ()
+
+
+def _default_release(p: ProductEntry) -> str:
+    released = [r for r in p.by_release if r != PROVISIONAL]
+    if released:
+        return max(released)
+    if PROVISIONAL in p.by_release:
+        return PROVISIONAL
+    raise EcoError("not_found", f"product: {p.code} has no data at any site", details={"field": "product"})
+
+
+def _site_month(idx: CatalogIndex, p: ProductEntry, release: str, site_code: str | None,
+                resolved: dict[str, Any]) -> tuple[str, str]:
+    """The site (asked for, or the one with the newest month) and its newest month in `release`."""
+    if site_code is not None:
+        rs = resolve_site(site_code, index=idx, field="site_code")
+        if rs.matched_by != "code":
+            resolved["siteCode"] = rs.echo()
+        spans = _months_in(p, rs.code, release)
+        if not spans:
+            raise EcoError("not_found", f"site_code: {p.code} has no data at {rs.code} in {release}",
+                           details={"field": "site_code", "didYouMean": sorted(s for s in p.cells
+                                                                                if _months_in(p, s, release))[:10]})
+        return rs.code, months.month_from_index(spans[-1][1])
+    best = max(((spans[-1][1], s) for s in sorted(p.cells) if (spans := _months_in(p, s, release))),
+               default=None, key=lambda x: x[0])
+    if best is None:
+        raise EcoError("not_found", f"release: {p.code} has no data in {release}",
+                       details={"field": "release", "validReleases": sorted(p.by_release)})
+    return best[1], months.month_from_index(best[0])
+
+
+def _in_package(f: um.DataFile, package: str) -> bool:
+    path = urlsplit(f.url).path
+    other = "expanded" if package == "basic" else "basic"
+    return f"/{other}/" not in path
+
+
+async def fetch_small(call: CallContext, f: um.DataFile) -> bytes:
+    """A small listed file (variables, readme) read into memory from its signed URL, its MD5
+    checked; the storage host must be on downloads.allowed_hosts, as for a download."""
+    allowed = paths.host_matcher(call.cfg.downloads.allowed_hosts)
+    paths.check_url(f.url, allowed)
+    chunks: list[bytes] = []
+    total = 0
+    async with call.client.stream(f.url, host_allowed=allowed) as resp:
+        async for chunk in resp.aiter_bytes():
+            total += len(chunk)
+            if total > SMALL_FILE_MAX:
+                raise EcoError("upstream_error", f"{f.name}: larger than {SMALL_FILE_MAX} bytes; not a variables "
+                               "file or readme", details={"file": f.name})
+            chunks.append(chunk)
+    data = b"".join(chunks)
+    if f.md5 and hashlib.md5(data).hexdigest() != f.md5:
+        raise EcoError("checksum_mismatch", f"{f.name}: MD5 differs from the listing's", retryable=True,
+                       details={"file": f.name, "expected": f.md5, "got": hashlib.md5(data).hexdigest()})
+    return data
+
+
+async def variables_for(call: CallContext, product: str, release: str, listing: um.DataListing,
+                        notes: list[str]) -> tuple[kept.Kept, bool]:
+    """The product's variables file in `release`: the catalog database's copy while the listing
+    shows its MD5, else fetched (with the readme's table descriptions) and kept. True: fetched."""
+    var = next((f for f in listing.files if names.parse(f.name).kind == "variables"), None)
+    if var is None:
+        raise EcoError("not_found", f"product: {product} publishes no variables file (the listing of "
+                       f"{listing.site_code} {listing.month} has none): it has no tables to describe or stack",
+                       details={"field": "product"})
+    upstream = call.cfg.eco.base_url
+    try:
+        held = await catalog_read(kept.get, upstream, product, release)
+    except DATABASE_DOWN:
+        held, database = None, False  # the upstream still has the file: answer from it, keep nothing
+    else:
+        database = True
+    if held is not None and held.md5 == var.md5 and held.file_name == var.name:
+        return held, False
+    data = await fetch_small(call, var)
+    try:
+        fields = parse(data)
+    except ValueError as exc:
+        raise EcoError("upstream_error", f"{var.name}: {exc}", details={"file": var.name}) from None
+    readme = next((f for f in listing.files if names.parse(f.name).kind == "readme"), None)
+    described = table_descriptions(await fetch_small(call, readme)) if readme is not None else {}
+    if held is not None:
+        notes.append(f"NEON published a new variables file for {product} in {release} ({var.name}); "
+                     "it replaces the one kept before.")
+    got = kept.Kept(product=product, release=release, file_name=var.name, md5=var.md5 or "", size=len(data),
+                    fields=fields, tables=described, fetched_at="")
+    if database:
+        try:
+            got = await catalog_read(kept.put, upstream, product, release, file_name=var.name, md5=got.md5,
+                                     size=len(data), fields=fields, tables=described)
+        except DATABASE_DOWN:
+            database = False
+    if not database:
+        notes.append("The catalog database is unreachable: the variables file was read from NEON and not kept.")
+    return got, True
+
+
+def _layouts(listing: um.DataListing, package: str) -> dict[str, tuple[str, int | None, list[str] | None]]:
+    """Per table in the month's files: its layout, averaging minutes and positions (HOR.VER)."""
+    seen: dict[str, tuple[set[str], set[str], set[str]]] = {}
+    for f in listing.files:
+        if not _in_package(f, package):
+            continue
+        p = names.parse(f.name)
+        if p.kind != "data" or p.table is None or p.layout is None:
+            continue
+        layouts, tmis, positions = seen.setdefault(p.table, (set(), set(), set()))
+        layouts.add("site-date" if p.layout == "sensor" else p.layout)
+        if p.layout == "sensor":
+            tmis.add(p.tmi or "")
+            positions.add(f"{p.hor}.{p.ver}")
+    out = {}
+    for table, (layouts, tmis, positions) in seen.items():
+        tmi = next(iter(tmis)) if len(tmis) == 1 else None
+        minutes = int(tmi) if tmi and tmi.isdigit() else None
+        out[table] = (layouts.pop() if len(layouts) == 1 else "mixed", minutes, sorted(positions) or None)
+    return out
+
+
+def _matches(f: FieldDef, words: list[str]) -> bool:
+    text = f"{f.name} {f.description}".lower()
+    return all(w in text for w in words)
+
+
+def _field_out(f: FieldDef) -> TableField:
+    return TableField(table=f.table, name=f.name, description=f.description, data_type=f.data_type,
+                      column_type=column_type(f), units=f.unit, package=f.package, pub_format=f.pub_format,
+                      primary_key=f.primary_key.upper() == "Y", categorical_code_name=f.categorical_code_name or None)
+
+
+def _pick_tables(all_tables: list[str], asked: list[str] | None) -> list[str]:
+    if not asked:
+        return all_tables
+    by_lower = {t.lower(): t for t in all_tables}
+    unknown = [t for t in asked if t.lower() not in by_lower]
+    if unknown:
+        raise EcoError("not_found", f"tables: {', '.join(unknown)} not in this product's variables file",
+                       details={"field": "tables", "didYouMean": all_tables[:50]})
+    wanted = {t.lower() for t in asked}
+    return [t for t in all_tables if t.lower() in wanted]
+
+
+async def describe_tables(args: DescribeTablesInput, call: CallContext) -> DescribeTablesOutput:
+    cfg = call.cfg
+    idx = await catalog_index(cfg, call.client, need=NEED)
+    resolved: dict[str, Any] = {}
+    notes: list[str] = []
+    rp = resolve_product(args.product, index=idx)
+    resolved["product"] = rp.echo()
+    p = idx.by_code[rp.code]
+    if args.release is not None:
+        rr = resolve_release(args.release, index=idx)
+        resolved["release"] = rr.echo()
+        release = rr.tag
+    else:
+        release = _default_release(p)
+    site, month = _site_month(idx, p, release, args.site_code, resolved)
+    listing = await call.client.data_listing(p.code, site, month, package=args.package,
+                                             release=None if release == PROVISIONAL else release)
+    held, fetched = await variables_for(call, p.code, release, listing, notes)
+    all_tables = tables_of(held.fields)
+    chosen = _pick_tables(all_tables, args.tables)
+    layouts = _layouts(listing, args.package)
+    in_package = [f for f in held.fields if f.table in chosen and (args.package == "expanded" or f.package == "basic")]
+    summaries = []
+    for t in chosen:
+        layout, minutes, positions = layouts.get(t, (None, None, None))
+        summaries.append(TableSummary(name=t, type=layout, description=held.tables.get(t),
+                                      fields=sum(f.table == t for f in in_package), averaging_minutes=minutes,
+                                      positions=positions))
+    words = (args.search or "").lower().split()
+    matched = [f for f in in_package if _matches(f, words)] if words else in_package
+    chunk = matched[args.offset:args.offset + args.limit]
+    pg = page(args.offset, args.limit, len(chunk), len(matched))
+    if any(s.type is None for s in summaries):
+        notes.append(f"Tables with type null have no file in {site} {month} (published in some months only).")
+    if any(s.positions for s in summaries):
+        notes.append(f"positions are those with files at {site} in {month}; other sites have their own "
+                     "(site_code).")
+    notes.append("Fetched the variables file from NEON and kept it." if fetched else
+                 "Variables file from the catalog database (its MD5 is the one NEON lists now).")
+    endpoints = [LISTING_ENDPOINT] + (["storage: variables file, readme"] if fetched else [])
+    return DescribeTablesOutput(
+        product_code=p.code, product_name=p.name, release=release, package=args.package,
+        variables_file=held.file_name, variables_md5=held.md5 or None, listed_site=site, listed_month=month,
+        tables=summaries, fields=[_field_out(f) for f in chunk], page=pg, resolved=resolved, notes=notes,
+        next_steps=_describe_steps(args, call, p.code, site, month, chosen, pg),
+        source=Source(origin="upstream", endpoints=endpoints, api_base_url=cfg.eco.base_url))
+
+
+def _describe_steps(args: DescribeTablesInput, call: CallContext, product: str, site: str, month: str,
+                    chosen: list[str], pg: Page) -> list[NextStep]:
+    steps: list[NextStep] = []
+    if pg.next_offset is not None:
+        more = args.model_dump(exclude_defaults=True)
+        steps.append(NextStep(tool="eco_describe_tables", arguments={**more, "offset": pg.next_offset},
+                              why="The next page of fields."))
+    selection: dict[str, Any] = {"product": product, "site_codes": [site], "start_month": month}
+    if args.package != "basic":
+        selection["package"] = args.package
+    if args.release is not None:
+        selection["release"] = args.release
+    stack_listed = "eco_stack_tables" in call.listed_tools if call.listed_tools else call.transport == "stdio"
+    if stack_listed:
+        if args.tables:
+            selection["tables"] = chosen
+        steps.append(NextStep(tool="eco_stack_tables", arguments=selection,
+                              why=f"Stack these tables for {site} {month} (widen sites and months as needed)."))
+    else:
+        steps.append(NextStep(tool="eco_list_files", arguments={**selection, "kind": "data"},
+                              why=f"The data files these tables come from at {site} in {month}."))
+    return steps
+
+
+# -- eco_stack_tables ---------------------------------------------------------------------------
+
+class StackTablesInput(ToolInput):
+    product: str = Field(max_length=300, description="Product code or name.")
+    site_codes: Annotated[list[str], Configured("limits.max_sites_per_call", "maxItems")] = Field(
+        min_length=1, description="1-30 site codes or names.")
+    start_month: str = Field(pattern=MONTH_PATTERN)
+    end_month: str | None = Field(None, pattern=MONTH_PATTERN)
+    package: Package = "basic"
+    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY; default latest per month.")
+    include_provisional: bool = True
+    tables: list[str] | None = Field(None, min_length=1, max_length=50, description=(
+        "Only these tables (sensor_positions and science_review_flags always)."))
+    max_bytes: int | None = Field(None, ge=1, description="Refuse a selection of more source bytes.")
+
+
+class StackedColumn(WireModel):
+    name: str
+    type: str
+    units: str | None
+
+
+class StackedTable(WireModel):
+    name: str
+    layout: str
+    file: str = Field(description="Under folder.")
+    rows: int
+    columns: list[StackedColumn]
+    time_span: dict[str, str] | None = Field(description="start, end (UTC) and the columns they come from.")
+    rebuilt: bool = Field(description="Stacked by this call (false: unchanged, kept).")
+
+
+class DatasetCitation(WireModel):
+    release: str
+    doi: str | None
+    text: str | None
+    bibtex: str | None
+
+
+class StackTotals(WireModel):
+    source_files: int
+    downloaded: int
+    bytes_transferred: int
+    tables_rebuilt: int
+    seconds: float
+
+
+class StackTablesOutput(Envelope):
+    dataset_id: str
+    folder: str
+    product_code: str
+    package: Package
+    site_codes: list[str]
+    start_month: str
+    end_month: str
+    releases: list[str]
+    tables: list[StackedTable]
+    files: dict[str, str] = Field(description="Metadata files beside the tables, by kind.")
+    citations: list[DatasetCitation]
+    totals: StackTotals
+
+
+# Files transferred per download batch: between batches the call reports its progress.
+BATCH = 32
+
+
+class _Reporter:
+    """Progress of one stack on stderr (logging) and, when the client asked (a progressToken), as
+    MCP progress notifications. `advance` may be called from the stacking's worker thread: the
+    notifications are always sent from the call's event loop, and `flush` waits for them so they
+    reach the client before the result."""
+
+    def __init__(self, call: CallContext, total: int) -> None:
+        self.call, self.total, self.done = call, total, 0
+        self.loop = asyncio.get_running_loop()
+        self.last = 0.0
+        self.pending: set[asyncio.Future[None]] = set()
+
+    def advance(self, n: int, message: str, *, force: bool = False) -> None:
+        self.done += n
+        now = time.monotonic()
+        if not force and now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        log.info("stack progress: %s", message)
+        if self.call.progress is not None:
+            self.loop.call_soon_threadsafe(self._send, float(self.done), message)
+
+    def _send(self, done: float, message: str) -> None:
+        assert self.call.progress is not None
+        fut = asyncio.ensure_future(self.call.progress(done, float(self.total), message))
+        self.pending.add(fut)
+        fut.add_done_callback(self.pending.discard)
+
+    async def flush(self) -> None:
+        if self.pending:
+            # A client that went away must not fail the stack: its notifications are best effort.
+            await asyncio.gather(*self.pending, return_exceptions=True)
+
+
+def _plan_items(idx: CatalogIndex, product: str, files: list[FileRecord], base: PurePosixPath) -> list[Item]:
+    """Each source file once (a lab or site-all file repeats in every site-month: the first copy
+    is fetched), under product/site/month as eco_download_files places it."""
+    items: dict[str, Item] = {}
+    for f in files:
+        if f.name in items:
+            continue
+        items[f.name] = Item(url=f.url or "", rel=base.joinpath(product, f.site_code, f.month, paths.plain_name(f.name)),
+                             name=f.name, source="data", size=f.size, md5=f.md5, token_only=False, product=product,
+                             site=f.site_code, month=f.month, release=f.release)
+    return list(items.values())
+
+
+async def _citations(call: CallContext, product: str, releases: list[str], sites: list[str]) -> list[dict[str, Any]]:
+    out = []
+    for rel in releases:
+        provisional = rel == PROVISIONAL
+        got = await citations.get_citation(citations.GetCitationInput(
+            product=product, release="latest" if provisional else rel, provisional=provisional,
+            site_codes=sites), call)
+        out.append({"release": rel, "doi": got.doi, "text": got.citation_text, "bibtex": got.bibtex})
+    return out
+
+
+async def _issue_log(call: CallContext, product: str, notes: list[str]) -> list[dict[str, Any]] | None:
+    try:
+        rec = await call.client.product(product)
+    except EcoError as exc:
+        notes.append(f"The issue log could not be read ({exc.code}); the tables are complete without it.")
+        return None
+    logs = [c.model_dump(by_alias=True) for c in rec.change_logs or []]
+    return logs or None
+
+
+def _answer(record: dict[str, Any], folder: Path, rebuilt: set[str], totals: StackTotals, resolved: dict[str, Any],
+            notes: list[str], steps: list[NextStep], cfg: Any, endpoint: str) -> StackTablesOutput:
+    sel = record["selection"]
+    tables = [StackedTable(name=t["name"], layout=t["layout"], file=t["file"], rows=t["rows"],
+                           columns=[StackedColumn(**c) for c in t["columns"]], time_span=t.get("timeSpan"),
+                           rebuilt=t["name"] in rebuilt) for t in record["tables"].values()]
+    return StackTablesOutput(
+        dataset_id=record["datasetId"], folder=str(folder), product_code=record["product"],
+        package=record["package"], site_codes=sel["siteCodes"], start_month=sel["startMonth"],
+        end_month=sel["endMonth"], releases=record["releases"], tables=tables,
+        files={k: v["file"] for k, v in (record.get("files") or {}).items()},
+        citations=[DatasetCitation(**c) for c in record.get("citations") or []], totals=totals,
+        resolved=resolved, notes=[*notes, *record.get("notes", [])], next_steps=steps,
+        source=Source(origin="upstream", endpoints=[endpoint], api_base_url=cfg.eco.base_url))
+
+
+def _stack_steps(product: str, record: dict[str, Any]) -> list[NextStep]:
+    names_ = list(record["tables"])
+    data = [n for n in names_ if n not in (names.SENSOR_POSITIONS, names.SCIENCE_REVIEW_FLAGS)]
+    args: dict[str, Any] = {"product": product}
+    if data:
+        args["tables"] = data[:50]
+    return [NextStep(tool="eco_describe_tables", arguments=args,
+                     why="What each column means, its type and units.")]
+
+
+async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTablesOutput:
+    cfg, client = call.cfg, call.client
+    started = time.monotonic()
+    idx = await catalog_index(cfg, client, need=NEED)
+    if not cfg.downloads_enabled:
+        raise EcoError("feature_unavailable", "downloads are disabled on this server (downloads.enabled): stacking "
+                       "reads its files from the download directory", details={"setting": "downloads.enabled"})
+    query, resolved = select(idx, cfg, args)
+    wanted = sorted(set(args.tables)) if args.tables else None
+    ds_id = dataset.dataset_id(query.product, list(query.sites), query.start, query.end, query.package,
+                               query.release, query.include_provisional, wanted)
+    plan = start(cfg, None)
+    # The dataset's folder must resolve inside the download directory, checked before any request.
+    folder = plan.confiner.directory(PurePosixPath(dataset.FOLDER, ds_id), "dataset folder")
+    listing = await list_site_months(client, cfg, query)
+    endpoint = LISTING_ENDPOINT if len(query.sites) == 1 and query.start == query.end else "POST /data/query"
+    notes: list[str] = []
+    if not listing.files:
+        raise EcoError("not_found", f"start_month: no data for {query.product} at {', '.join(query.sites)} from "
+                       f"{query.start} to {query.end}" + ("" if query.include_provisional else " (released data)"),
+                       details={"field": "start_month"},
+                       hint="eco_get_availability tells which months each site has.")
+    present = {f.table for f in listing.files if f.kind == "data" and f.table}
+    if wanted:
+        unknown = [t for t in wanted if t not in present and t not in (names.SENSOR_POSITIONS,
+                                                                       names.SCIENCE_REVIEW_FLAGS)]
+        if unknown:
+            raise EcoError("not_found", f"tables: {', '.join(unknown)} has no file in this selection",
+                           details={"field": "tables", "didYouMean": sorted(present)[:50]})
+    if not any(f.kind == "variables" for f in listing.files):
+        raise EcoError("not_found", f"product: {query.product} has no variables file in this selection: nothing "
+                       "to stack (no data, or not a tabular product)", details={"field": "product"})
+    use = stack.needed((f.name for f in listing.files), set(wanted) if wanted else None)
+    plan.items = _plan_items(idx, query.product, [f for f in listing.files if f.name in use], plan.base)
+    check(plan, cfg, if_exists="skip", max_bytes=args.max_bytes, max_files=cfg.downloads.max_stack_files)
+    sources = [SourceFile(plan.root / i.rel, i.name, i.md5, i.release or PROVISIONAL) for i in plan.items]
+    record = await asyncio.to_thread(dataset.load, folder)
+    current = record is not None and await asyncio.to_thread(dataset.is_current, record, folder, sources)
+    if current and record is not None:
+        totals = StackTotals(source_files=len(sources), downloaded=0, bytes_transferred=0, tables_rebuilt=0,
+                             seconds=round(time.monotonic() - started, 3))
+        notes.append("Unchanged upstream since the dataset was stacked: answered from its dataset.json.")
+        return _answer(record, folder, set(), totals, resolved, notes, _stack_steps(query.product, record), cfg,
+                       endpoint)
+    # Only what is missing or changed goes to the transfers; what the dataset recorded with the
+    # same MD5 and size is on disk already.
+    recorded = {(s["name"], s.get("md5")): s.get("size") for s in (record or {}).get("sources") or []}
+    fetch = [i for i, s in zip(plan.items, sources, strict=True)
+             if not _on_disk(s.path, recorded.get((i.name, i.md5)))]
+    reporter = _Reporter(call, len(fetch) + len(sources))
+    downloaded = moved = 0
+    for k in range(0, len(fetch), BATCH):
+        batch = Plan(root=plan.root, base=plan.base, name_max=plan.name_max, path_max=plan.path_max,
+                     confiner=plan.confiner, items=fetch[k:k + BATCH])
+        _, got = await download(client, cfg, batch)
+        notes += batch.notes
+        downloaded += got.downloaded + got.resumed
+        moved += got.bytes_transferred
+        reporter.advance(len(batch.items), f"downloaded {min(k + BATCH, len(fetch))}/{len(fetch)} files, "
+                         f"{moved} bytes", force=k + BATCH >= len(fetch))
+    releases = sorted({s.release for s in sources})
+    cites = await _citations(call, query.product, releases, list(query.sites))
+    issue_log = await _issue_log(call, query.product, notes)
+    selection = {"product": query.product, "siteCodes": list(query.sites), "startMonth": query.start,
+                 "endMonth": query.end, "package": query.package, "release": query.release,
+                 "includeProvisional": query.include_provisional, "tables": wanted}
+
+    def report(p: dataset.Progress) -> None:
+        reporter.done = len(fetch) + p.files_done
+        reporter.advance(0, f"stacking: {p.tables_done}/{p.tables_total} tables, {p.files_done}/{p.files_total} "
+                            "files read", force=p.tables_done == p.tables_total and p.tables_total > 0)
+
+    try:
+        built = await asyncio.to_thread(
+            dataset.build, folder, dataset.table_sources(sources), root=plan.root, product=query.product,
+            package=query.package, wanted=wanted, selection=selection, citations=cites, issue_log=issue_log,
+            progress=dataset.Progress(report=report))
+    except dataset.NoVariables:
+        raise EcoError("not_found", f"product: {query.product} has no variables file in this selection",
+                       details={"field": "product"}) from None
+    await reporter.flush()
+    totals = StackTotals(source_files=len(sources), downloaded=downloaded, bytes_transferred=moved,
+                         tables_rebuilt=len(built.rebuilt), seconds=round(time.monotonic() - started, 3))
+    if built.kept and built.rebuilt:
+        notes.append(f"Rebuilt {', '.join(built.rebuilt)} (their sources changed upstream); kept the other tables.")
+    return _answer(built.record, folder, set(built.rebuilt), totals, resolved, notes,
+                   _stack_steps(query.product, built.record), cfg, endpoint)
+
+
+def _on_disk(path: Path, size: int | None) -> bool:
+    if size is None:
+        return False
+    try:
+        return path.stat().st_size == size
+    except OSError:
+        return False

@@ -1,0 +1,45 @@
+"""Registration of the tables family's tools (families/tables.py)."""
+
+from __future__ import annotations
+
+from families import tables
+from mcp_gateway.registry import ToolSpec
+
+TOOLS = [
+    ToolSpec(
+        name="eco_describe_tables",
+        title="Describe data tables",
+        description=(
+            "A product's tables and every field (description, data type, units, basic/expanded) from NEON's "
+            "variables file, with table type and, for sensor data, positions (HOR.VER) and averaging interval. "
+            "Filter by tables or search words; paged. Needs a token."
+        ),
+        surface="data",
+        input_model=tables.DescribeTablesInput,
+        output_model=tables.DescribeTablesOutput,
+        read=tables.describe_tables,
+        requires_token=True,
+        endpoints=("GET /data/{productCode}/{siteCode}/{yearMonth}",),
+        page_lists={"fields": "page"},
+    ),
+    ToolSpec(
+        name="eco_stack_tables",
+        title="Stack data tables",
+        description=(
+            "Stack a product's per-site, per-month CSVs (1-30 sites, a month range) into one typed Parquet file "
+            "per table in the download directory (stdio only), as neonUtilities stacks them: columns typed from "
+            "the variables file, units in the metadata, domainID/siteID/positions, publicationDate, release. "
+            "Files are downloaded MD5-verified; a second call fetches and rebuilds only what changed upstream. "
+            "Answers the dataset folder, rows, columns, time spans and citations. Needs a token."
+        ),
+        surface="data",
+        input_model=tables.StackTablesInput,
+        output_model=tables.StackTablesOutput,
+        read=tables.stack_tables,
+        requires_token=True,
+        endpoints=("GET /data/{productCode}/{siteCode}/{yearMonth}", "POST /data/query"),
+        stdio_only=True,
+        read_only=False,
+        page_lists={},
+    ),
+]

@@ -1,0 +1,570 @@
+"""The stacking engine: NEON's per-site, per-month CSV files of one product into one typed
+Parquet file per table, row for row what neonUtilities' `stack_by_table` makes of the same files.
+
+    plans, notes = plan_tables(sources, fields, package, wanted)
+    result = build_table(plan, folder, product=..., progress=...)
+
+What neonUtilities does, and so this does:
+  - a table's files are found by its name in the file names; its layout by their shape
+    (tables.names): sensor (HOR.VER.TMI), site-date, site-all, lab;
+  - site-all tables and sensor_positions keep the newest file of each site, lab tables the newest
+    file of each lab ("newest" by publication day); science_review_flags keep one row per srfID,
+    the one last updated;
+  - columns are typed from the variables file (tables.variables.column_type), in its order, for
+    the package's fields; empty text stays "" and an empty number or time is null;
+  - a table without a siteID column (sensor data, sensor_positions) gets domainID and siteID from
+    the file name first, sensor data also horizontalPosition and verticalPosition; every table
+    gets publicationDate (the file name's) and release (the source's) last.
+Where neonUtilities leaves the choice to the file system's order (two copies of a site-all or lab
+file published the same day; a flag's copies updated at the same time) this keeps the one
+published last, then the later name.
+
+Each table is written to a temporary name beside its final one and renamed when complete, so a
+Parquet file under its final name is always whole. Sensor tables, the large ones, stream file by
+file in site, position and month order (already their sorted order), so memory holds one chunk;
+the other tables are read whole to be de-duplicated and sorted. Units, descriptions, NEON data
+types and formats go into each column's Parquet field metadata.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import re
+import secrets
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from tables import names
+from tables.variables import FieldDef, column_type, for_table
+
+# Bumped whenever the same sources would give other Parquet bytes: every table is rebuilt once.
+ENGINE_VERSION = "1"
+TMP_SUFFIX = ".tmp"
+# Rows gathered before one Parquet row group is written.
+CHUNK_ROWS = 1 << 18
+# Files read ahead of the one being stacked, on a few threads of the process's own.
+READ_AHEAD = 4
+_READERS = ThreadPoolExecutor(max_workers=min(READ_AHEAD, os.cpu_count() or 1), thread_name_prefix="eco-stack-read")
+
+Layout = Literal["sensor", "site-date", "site-all", "lab", "sensor_positions", "science_review_flags"]
+
+# neonUtilities' own words for the columns it adds (its added_fields.csv).
+ADDED = {
+    "domainID": "Unique identifier of the NEON domain",
+    "siteID": "NEON site code",
+    "horizontalPosition": "Index of horizontal location at a NEON site",
+    "verticalPosition": "Index of vertical location at a NEON site",
+    "publicationDate": "Date of data publication on the NEON data portal",
+    "release": "Identifier for data release",
+}
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "double": pa.float64(), "int64": pa.int64(), "string": pa.string(), "date": pa.date32(),
+    "timestamp": pa.timestamp("ms", tz="UTC"),
+}
+# Which column a table's rows are ordered by after the site (neonUtilities' sort_dat), and which
+# give its time span.
+DATE_COLUMNS = ("collectDate", "endDate", "startDate", "date", "endDateTime", "startDateTime", "yearMonth", "year")
+SPAN_START = ("startDateTime", "startDate", "collectDate", "date", "endDateTime", "endDate", "labSpecificStartDate")
+SPAN_END = ("endDateTime", "endDate", "collectDate", "date", "startDateTime", "startDate", "labSpecificEndDate")
+# sensor_positions files published before 2024 name their columns differently.
+OLD_POSITION_COLUMNS = {
+    "name": "sensorLocationID", "description": "sensorLocationDescription", "start": "positionStartDateTime",
+    "end": "positionEndDateTime", "referenceName": "referenceLocationID",
+    "referenceDescription": "referenceLocationIDDescription", "referenceStart": "referenceLocationIDStartDateTime",
+    "referenceEnd": "referenceLocationIDEndDateTime", "referenceLatitude": "locationReferenceLatitude",
+    "referenceLongitude": "locationReferenceLongitude", "referenceElevation": "locationReferenceElevation",
+}
+_COLUMN_INDEX = re.compile(r"column #(\d+)")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One downloaded NEON file: where it is, its name, MD5 and the release it was published in."""
+
+    path: Path
+    name: str
+    md5: str | None
+    release: str
+    parsed: names.Parsed = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parsed", names.parse(self.name))
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    name: str
+    layout: Layout
+    files: tuple[SourceFile, ...]
+    fields: tuple[FieldDef, ...]
+    package: str
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.name}.parquet"
+
+    def fingerprint(self) -> str:
+        """Changes when anything the table is made from changes: its files, its fields, the engine."""
+        h = hashlib.sha256(f"{ENGINE_VERSION}|{self.name}|{self.layout}|{self.package}\n".encode())
+        for f in self.fields:
+            h.update(("\x1f".join(f.as_row()) + "\n").encode())
+        for s in self.files:
+            h.update(f"{s.name}|{s.md5}|{s.release}\n".encode())
+        return h.hexdigest()[:32]
+
+
+@dataclass
+class ColumnInfo:
+    name: str
+    type: str
+    units: str | None = None
+
+
+@dataclass
+class TableResult:
+    name: str
+    layout: Layout
+    file: str
+    rows: int
+    columns: list[ColumnInfo]
+    fingerprint: str
+    sources: list[str]
+    bytes: int = 0
+    time_span: dict[str, str] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "layout": self.layout, "file": self.file, "rows": self.rows,
+                "columns": [{"name": c.name, "type": c.type, "units": c.units} for c in self.columns],
+                "fingerprint": self.fingerprint, "sources": self.sources, "bytes": self.bytes,
+                "timeSpan": self.time_span, "notes": self.notes}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TableResult:
+        return cls(name=d["name"], layout=d["layout"], file=d["file"], rows=d["rows"],
+                   columns=[ColumnInfo(c["name"], c["type"], c.get("units")) for c in d["columns"]],
+                   fingerprint=d["fingerprint"], sources=list(d.get("sources") or []), bytes=d.get("bytes", 0),
+                   time_span=d.get("timeSpan"), notes=list(d.get("notes") or []))
+
+
+Progress = Callable[[int], None]  # called with the number of source files just read
+
+
+# ------------------------------------------------------------------------------------ planning
+def _newest(files: list[SourceFile]) -> SourceFile:
+    """neonUtilities' newest copy: the latest publication day; on the same day, the one published
+    last (then the later name)."""
+    day = max(f.parsed.published_day for f in files)
+    return max((f for f in files if f.parsed.published_day == day), key=lambda f: (f.parsed.published, f.name))
+
+
+def _newest_per(files: list[SourceFile], key: Callable[[SourceFile], str | None]) -> list[SourceFile]:
+    groups: dict[str, list[SourceFile]] = {}
+    for f in files:
+        groups.setdefault(key(f) or "", []).append(f)
+    return [_newest(groups[k]) for k in sorted(groups)]
+
+
+def _order(f: SourceFile) -> tuple[str, ...]:
+    p = f.parsed
+    return (p.site or p.lab or "", p.hor or "", p.ver or "", p.month or "", p.published, f.name)
+
+
+def plan_tables(sources: Iterable[SourceFile], fields: tuple[FieldDef, ...], package: str,
+                wanted: set[str] | None = None) -> tuple[list[TablePlan], list[str]]:
+    """Which files make each table (de-duplicated as neonUtilities does), in stacking order.
+    `wanted`: data table names to keep (sensor_positions and science_review_flags always are)."""
+    by_table: dict[str, list[SourceFile]] = {}
+    for s in sources:
+        if s.parsed.table is not None:
+            by_table.setdefault(s.parsed.table, []).append(s)
+    notes: list[str] = []
+    plans: list[TablePlan] = []
+    for table in sorted(by_table):
+        files = sorted(by_table[table], key=_order)
+        layout: Layout
+        if table == names.SENSOR_POSITIONS:
+            layout, files = "sensor_positions", _newest_per(files, lambda f: f.parsed.site)
+        elif table == names.SCIENCE_REVIEW_FLAGS:
+            layout = "science_review_flags"
+        else:
+            if wanted is not None and table not in wanted:
+                continue
+            shapes = {f.parsed.layout for f in files}
+            if shapes == {"sensor"}:
+                layout = "sensor"
+            elif shapes <= {"sensor", "site-date"}:
+                layout = "site-date"
+            elif len(shapes) == 1:
+                layout = shapes.pop()  # type: ignore[assignment]  # one of site-all, lab
+            else:
+                notes.append(f"{table}: published both per month and once per site or lab in this selection "
+                             "(released and provisional data under different schedules); not stacked. Stack "
+                             "released and provisional data separately.")
+                continue
+            if layout == "site-all":
+                files = _newest_per(files, lambda f: f.parsed.site)
+            elif layout == "lab":
+                files = _newest_per(files, lambda f: f.parsed.lab)
+        own = for_table(fields, table, package)
+        if not own:
+            notes.append(f"{table}: not in the variables file; its columns are stacked as text.")
+        plans.append(TablePlan(table, layout, tuple(files), tuple(_unique(own)), package))
+    return plans, notes
+
+
+# The metadata files a stack keeps beside its tables: the newest of each kind is read.
+METADATA_KINDS = ("variables", "validation", "categorical_codes", "readme")
+
+
+def needed(file_names: Iterable[str], wanted: set[str] | None = None) -> set[str]:
+    """The files of a listing a stack reads: the data files of the wanted tables once
+    de-duplicated as above (only the newest site-all file of a site and lab file of a lab),
+    sensor_positions' newest per site, every science review flag file, and the newest of each
+    metadata kind. Everything else (EML, older copies) is never fetched."""
+    sources = [SourceFile(Path(n), n, None, "") for n in dict.fromkeys(file_names)]
+    plans, _ = plan_tables(sources, (), "basic", wanted)
+    out = {f.name for p in plans for f in p.files}
+    for kind in METADATA_KINDS:
+        found = [s for s in sources if s.parsed.kind == kind]
+        if found:
+            out.add(max(found, key=lambda s: (s.parsed.published, s.name)).name)
+    return out
+
+
+def _unique(fields: list[FieldDef]) -> list[FieldDef]:
+    seen: set[str] = set()
+    out = []
+    for f in fields:
+        if f.name not in seen:
+            seen.add(f.name)
+            out.append(f)
+    return out
+
+
+# ------------------------------------------------------------------------------------ building
+def _header(path: Path) -> list[str]:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        return next(csv.reader(fh), [])
+
+
+def _metadata(**kv: str | None) -> dict[bytes, bytes]:
+    return {k.encode(): v.encode() for k, v in kv.items() if v is not None}
+
+
+class _Columns:
+    """The table's columns in order: types, and the Parquet field of each."""
+
+    def __init__(self, plan: TablePlan, first_header: list[str]) -> None:
+        self.plan = plan
+        self.fields = list(plan.fields)
+        self.read_names = [f.name for f in self.fields] or first_header
+        # Without the variables file's word on a table every column is text: a type guessed from
+        # one file could refuse the next.
+        self.types: dict[str, pa.DataType] = ({f.name: ARROW_TYPES[column_type(f)] for f in self.fields}
+                                              or dict.fromkeys(first_header, pa.string()))
+        self.as_text: dict[str, str] = {}  # columns read as text: a value did not parse as their type
+        has_site = "siteID" in self.read_names
+        self.site_columns = plan.layout != "lab" and not has_site
+        self.position_columns = plan.layout == "sensor" and self.site_columns
+
+    def arrow_field(self, name: str, typ: pa.DataType) -> pa.Field:
+        f = next((x for x in self.fields if x.name == name), None)
+        if f is None:
+            return pa.field(name, typ, metadata=_metadata(description=ADDED.get(name), dataType="string"))
+        return pa.field(name, typ, metadata=_metadata(units=f.units, description=f.description, dataType=f.data_type,
+                                                      pubFormat=f.pub_format, downloadPkg=f.package))
+
+    def convert(self, rename: dict[str, str] | None = None) -> pacsv.ConvertOptions:
+        types = {n: (pa.string() if n in self.as_text else t) for n, t in self.types.items()}
+        include = self.read_names
+        if rename:  # an old sensor_positions file: read its names, typed as the new ones
+            back = {new: old for old, new in rename.items()}
+            types = {back.get(n, n): t for n, t in types.items()}
+            include = [back.get(n, n) for n in include]
+        return pacsv.ConvertOptions(column_types=types, include_columns=include, include_missing_columns=True)
+
+
+def _constant(value: str, n: int) -> pa.Array:
+    """`value` n times, built from buffers: converting Python objects (pa.array, pa.scalar) makes
+    pyarrow import pandas, a second of start-up and tens of MB that stacking never needs."""
+    data = value.encode()
+    offsets = np.arange(0, (n + 1) * len(data), len(data) or 1, dtype=np.int32) if data else np.zeros(n + 1, np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n))
+
+
+def _read(source: SourceFile, cols: _Columns, sensor: bool) -> pa.Table:
+    rename = None
+    if cols.plan.layout == "sensor_positions":
+        header = _header(source.path)
+        if "name" in header and "sensorLocationID" not in header:
+            rename = {k: v for k, v in OLD_POSITION_COLUMNS.items() if k in header}
+    big = source.path.stat().st_size > 1 << 20
+    table = pacsv.read_csv(
+        source.path,
+        # A large file is parsed in blocks on pyarrow's threads; a small one in one block on this one.
+        read_options=pacsv.ReadOptions(use_threads=big, block_size=1 << 20),
+        # Free text in observational tables may hold line breaks inside quotes; sensor data never does.
+        parse_options=pacsv.ParseOptions(newlines_in_values=not sensor),
+        convert_options=cols.convert(rename))
+    if rename:
+        table = table.rename_columns([rename.get(n, n) for n in table.column_names])
+    return table.select(cols.read_names)
+
+
+def _parts(plan: TablePlan, cols: _Columns, sensor: bool) -> Iterator[pa.Table]:
+    """Each file of the plan read and given its added columns, in the plan's order, READ_AHEAD
+    files at a time on the readers' threads (pyarrow parses without the GIL): a small file's read
+    is mostly fixed cost, and a table of a hundred of them would pay it a hundred times in turn."""
+    pending: deque[Future[pa.Table]] = deque()
+    files = iter(plan.files)
+    try:
+        for source in files:
+            pending.append(_READERS.submit(_prepared, source, cols, sensor))
+            if len(pending) >= READ_AHEAD:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:
+            f.cancel()
+
+
+def _prepared(source: SourceFile, cols: _Columns, sensor: bool) -> pa.Table:
+    return _with_added(_read(source, cols, sensor), source, cols)
+
+
+def _with_added(table: pa.Table, source: SourceFile, cols: _Columns) -> pa.Table:
+    n = table.num_rows
+    p = source.parsed
+    arrays: list[pa.Array | pa.ChunkedArray] = []
+    names_: list[str] = []
+    if cols.site_columns:
+        arrays += [_constant(p.domain or "", n), _constant(p.site or "", n)]
+        names_ += ["domainID", "siteID"]
+    if cols.position_columns:
+        arrays += [_constant(p.hor or "", n), _constant(p.ver or "", n)]
+        names_ += ["horizontalPosition", "verticalPosition"]
+    arrays += table.columns
+    names_ += table.column_names
+    arrays += [_constant(p.published, n), _constant(source.release, n)]
+    names_ += ["publicationDate", "release"]
+    return pa.Table.from_arrays(arrays, names=names_)
+
+
+def _schema(sample: pa.Table, cols: _Columns, plan: TablePlan, fingerprint: str, product: str) -> pa.Schema:
+    fields = [cols.arrow_field(n, sample.schema.field(n).type) for n in sample.column_names]
+    meta = {"eco.product": product, "eco.table": plan.name, "eco.layout": plan.layout, "eco.package": plan.package,
+            "eco.fingerprint": fingerprint, "eco.engine": ENGINE_VERSION}
+    return pa.schema(fields, metadata=meta)
+
+
+def _sorted(table: pa.Table, plan: TablePlan) -> pa.Table:
+    if plan.layout == "science_review_flags" and "srfID" in table.column_names:
+        keys = [("srfID", "ascending")]
+        if "lastUpdateDateTime" in table.column_names:
+            keys.append(("lastUpdateDateTime", "descending"))
+        keys += [("publicationDate", "descending")]
+        table = table.take(pc.sort_indices(table, sort_keys=keys))
+        if table.num_rows > 1:  # the first row of each srfID: the one last updated, then last published
+            ids = table.column("srfID").combine_chunks()
+            differs = pc.not_equal(ids.slice(1), ids.slice(0, len(ids) - 1))
+            changed = pc.or_kleene(differs, pc.is_null(differs))
+            table = table.filter(pa.concat_arrays([pc.is_valid(ids.slice(0, 1)), changed]))
+    if plan.layout in ("sensor", "sensor_positions"):
+        return table  # already in site, position and time order
+    keys = [("siteID", "ascending")] if "siteID" in table.column_names else []
+    date = next((c for c in DATE_COLUMNS if c in table.column_names), None)
+    if date:
+        keys.append((date, "ascending"))
+    return table.take(pc.sort_indices(table, sort_keys=keys)) if keys and table.num_rows else table
+
+
+def _span_of(table: pa.Table, candidates: tuple[str, ...], which: str) -> tuple[str, Any] | None:
+    for name in candidates:
+        if name in table.column_names:
+            typ = table.schema.field(name).type
+            if pa.types.is_timestamp(typ) or pa.types.is_date(typ):
+                col = table.column(name)
+                if col.null_count == len(col):
+                    continue
+                return name, _plain(pc.min_max(col)[which])
+    return None
+
+
+def _plain(value: pa.Scalar) -> datetime | date:
+    """A timestamp or date scalar as Python's, read as a number (a timestamp's or date's as_py()
+    would import pandas)."""
+    if pa.types.is_timestamp(value.type):
+        ms = value.cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64()).as_py()
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    return date(1970, 1, 1) + timedelta(days=value.cast(pa.date32()).cast(pa.int32()).as_py())
+
+
+class _Span:
+    def __init__(self) -> None:
+        self.start: tuple[str, Any] | None = None
+        self.end: tuple[str, Any] | None = None
+
+    def add(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            return
+        got = _span_of(table, SPAN_START, "min")
+        if got and (self.start is None or got[1] < self.start[1]):
+            self.start = got
+        got = _span_of(table, SPAN_END, "max")
+        if got and (self.end is None or got[1] > self.end[1]):
+            self.end = got
+
+    def to_json(self) -> dict[str, str] | None:
+        if self.start is None or self.end is None:
+            return None
+
+        def iso(v: Any) -> str:
+            return v.strftime("%Y-%m-%dT%H:%M:%SZ") if hasattr(v, "hour") else v.isoformat()
+
+        return {"start": iso(self.start[1]), "end": iso(self.end[1]), "startColumn": self.start[0],
+                "endColumn": self.end[0]}
+
+
+def tmp_name(final: Path) -> Path:
+    return final.with_name(f".{final.name}.{secrets.token_hex(6)}{TMP_SUFFIX}")
+
+
+def build_table(plan: TablePlan, folder: Path, *, product: str, progress: Progress | None = None) -> TableResult:
+    """Stack one table into folder/<name>.parquet (written under a temporary name, then renamed)."""
+    first_header = _header(plan.files[0].path) if plan.files else []
+    cols = _Columns(plan, first_header)
+    while True:
+        try:
+            return _build(plan, folder, cols, product, progress)
+        except pa.ArrowInvalid as exc:
+            column = _failed_column(exc, cols, plan)
+            if column is None:
+                raise
+            cols.as_text[column] = cols.types[column].__str__()
+
+
+def _failed_column(exc: pa.ArrowInvalid, cols: _Columns, plan: TablePlan) -> str | None:
+    """The typed column a conversion error names (CSV column numbers count from 0 in the file)."""
+    m = _COLUMN_INDEX.search(str(exc))
+    if not m:
+        return None
+    # The failing file is not named in the error: any file's header gives the same name unless
+    # files differ in columns, so look for one whose column holds a typed, not yet textual column.
+    index = int(m.group(1))
+    for source in plan.files:
+        header = _header(source.path)
+        if index < len(header) and header[index] in cols.types and header[index] not in cols.as_text:
+            return header[index]
+    return None
+
+
+def _build(plan: TablePlan, folder: Path, cols: _Columns, product: str, progress: Progress | None) -> TableResult:
+    final = folder / plan.file_name
+    tmp = tmp_name(final)
+    fingerprint = plan.fingerprint()
+    sensor = plan.layout == "sensor"
+    span = _Span()
+    rows = 0
+    writer: pq.ParquetWriter | None = None
+    schema: pa.Schema | None = None
+    try:
+        pending: list[pa.Table] = []
+        held = 0
+        for part in _parts(plan, cols, sensor):
+            if schema is None:
+                schema = _schema(part, cols, plan, fingerprint, product)
+            part = part.cast(schema)
+            pending.append(part)
+            held += part.num_rows
+            if progress:
+                progress(1)
+            if sensor and held >= CHUNK_ROWS:
+                chunk = pa.concat_tables(pending)
+                writer = writer or pq.ParquetWriter(tmp, schema, compression="zstd")
+                writer.write_table(chunk)
+                span.add(chunk)
+                rows += chunk.num_rows
+                pending, held = [], 0
+        if schema is None:  # no files: an empty table of the variables' columns
+            empty = pa.table({f.name: pa.nulls(0, ARROW_TYPES[column_type(f)]) for f in cols.fields})
+            schema = _schema(empty, cols, plan, fingerprint, product)
+        rest = pa.concat_tables(pending) if pending else schema.empty_table()
+        if not sensor:
+            rest = _sorted(rest, plan)
+        writer = writer or pq.ParquetWriter(tmp, schema, compression="zstd")
+        writer.write_table(rest)
+        span.add(rest)
+        rows += rest.num_rows
+        writer.close()
+        writer = None
+        os.replace(tmp, final)
+    except BaseException:
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:  # already failing: the temporary file goes either way
+                pass
+        tmp.unlink(missing_ok=True)
+        raise
+    notes = [f"{name}: kept as text, a value did not parse as {typ}" for name, typ in cols.as_text.items()]
+    columns = [ColumnInfo(f.name, _type_name(f.type), _units(f)) for f in schema]
+    return TableResult(name=plan.name, layout=plan.layout, file=plan.file_name, rows=rows, columns=columns,
+                       fingerprint=fingerprint, sources=[s.name for s in plan.files], bytes=final.stat().st_size,
+                       time_span=span.to_json(), notes=notes)
+
+
+def _type_name(t: pa.DataType) -> str:
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    return {"double": "double", "int64": "int64", "string": "string", "date32[day]": "date"}.get(str(t), str(t))
+
+
+def _units(f: pa.Field) -> str | None:
+    units = (f.metadata or {}).get(b"units", b"").decode()
+    return None if units in ("", "NA") else units
+
+
+def fingerprint_of(path: Path) -> str | None:
+    """The fingerprint a finished Parquet file was built from (read from its footer), or None."""
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (OSError, pa.ArrowException):
+        return None
+    value = meta.get(b"eco.fingerprint")
+    return value.decode() if value else None
+
+
+def result_of(path: Path, plan: TablePlan) -> TableResult | None:
+    """A table built earlier whose footer says it was made from exactly this plan (a run cut off
+    before it could record it), described from its footer."""
+    try:
+        pf = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException):
+        return None
+    meta = pf.schema_arrow.metadata or {}
+    if meta.get(b"eco.fingerprint", b"").decode() != plan.fingerprint():
+        return None
+    span = _Span()
+    wanted = [n for n in pf.schema_arrow.names if n in {*SPAN_START, *SPAN_END}]
+    if wanted:
+        span.add(pf.read(columns=wanted))
+    columns = [ColumnInfo(f.name, _type_name(f.type), _units(f)) for f in pf.schema_arrow]
+    return TableResult(name=plan.name, layout=plan.layout, file=plan.file_name, rows=pf.metadata.num_rows,
+                       columns=columns, fingerprint=plan.fingerprint(), sources=[s.name for s in plan.files],
+                       bytes=path.stat().st_size, time_span=span.to_json())
+
