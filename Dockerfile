@@ -13,6 +13,7 @@ COPY eco_service ./eco_service
 COPY catalog ./catalog
 COPY mcp_gateway ./mcp_gateway
 COPY downloads ./downloads
+COPY families ./families
 COPY tables ./tables
 COPY upstream_sim ./upstream_sim
 COPY templates ./templates

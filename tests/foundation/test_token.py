@@ -58,7 +58,7 @@ def test_token_is_masked_in_every_log_line(caplog):
 
     handler_filter = RedactingFilter()
     with caplog.at_level(logging.INFO, logger="eco.test"):
-        caplog.read.addFilter(handler_filter)
+        caplog.handler.addFilter(handler_filter)
         try:
             logger.info("calling upstream with %s", CANARY)
             try:
@@ -66,7 +66,7 @@ def test_token_is_masked_in_every_log_line(caplog):
             except RuntimeError:
                 logger.exception("failed")
         finally:
-            caplog.read.removeFilter(handler_filter)
+            caplog.handler.removeFilter(handler_filter)
     assert caplog.records
     assert CANARY not in caplog.text
 

@@ -122,10 +122,13 @@ async def test_a_reply_sent_without_its_result_is_logged_as_a_bug_and_a_caller_g
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.disconnect"}
+    body, headers = modern_request("tools/call", {"name": "eco_ping", "arguments": {}})
+    # The whole body first (the app reads it before handing the request on), then the caller goes.
+    pending = [{"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}]
 
-    _, headers = modern_request("tools/call", {"name": "eco_ping", "arguments": {}})
+    async def receive() -> dict[str, Any]:
+        return pending.pop(0) if pending else {"type": "http.disconnect"}
+
     scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": [
         (k.lower().encode(), v.encode()) for k, v in {**headers, "Host": "127.0.0.1"}.items()]}
     await app(scope, receive, send)

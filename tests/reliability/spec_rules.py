@@ -66,8 +66,17 @@ MISSING = ('spec, Errors: invalid_argument is an "argument missing, malformed, u
 RESOLVED_NAMES = ("product", "product_code", "product_codes", "site", "site_code", "site_codes", "release",
                   "name", "root", "uuid", "prototype_uuid", "spec_number", "sample_tag", "sample_class",
                   "sample_uuid", "barcode", "archive_guid")
+SEGMENT = ("spec, Errors: a malformed argument is invalid_argument; an identifier that becomes a URL path "
+           "segment cannot be '.', '..' or hold '/' or '\\' (upstream.client refuses it before any request)")
+
+
+def _not_a_segment(value: Any) -> bool:
+    return isinstance(value, str) and (value.strip() in (".", "..") or "/" in value or "\\" in value)
+
+
 GENERIC_RULES = (
     *(_rule(f, (lambda args, f=f: _blank(args.get(f))), MISSING) for f in RESOLVED_NAMES),
+    *(_rule(f, (lambda args, f=f: _not_a_segment(args.get(f))), SEGMENT) for f in RESOLVED_NAMES),
     _rule("release", lambda a: isinstance(a.get("release"), str) and a["release"].strip().upper() == "PROVISIONAL",
           "spec, Entities: the tag PROVISIONAL is rejected wherever a release is expected"),
 )

@@ -22,7 +22,7 @@ from django.db import connections
 from mcp import Client
 from prometheus_client import REGISTRY
 
-from catalog.locations import forget_placements
+from eco_core.memo import memos
 from mcp_gateway.http_app import build_app
 from tests.catalog.conftest import catalog_module  # noqa: F401  (fixture)
 from tests.gateway.checks import assert_valid_tool_result
@@ -64,7 +64,7 @@ async def case(sim, catalog_module, db, tmp_path: Path, own_redis, settings) -> 
     for name, value in redis_settings(own_redis.url).items():
         setattr(settings, name, value)
     sim.faults.clear()
-    forget_placements()
+    memos.drop_all()
     with contextlib.ExitStack() as stack:
         yield Case(sim, tmp_path, stack)
         await close_clients()

@@ -79,6 +79,16 @@ async def test_four_heavy_calls_at_once_leave_healthz_and_ping_answering(http_se
                 # A full collection owed by the setup (the simulator's world, the schema) would
                 # otherwise land in the timed window whatever the calls do.
                 gc.collect()
+                # The same probes with no heavy call running: what this machine's load costs them
+                # anyway, so the assertions below bound the stall the heavy calls add.
+                probing = asyncio.create_task(probe())
+                await asyncio.sleep(1.0)
+                done.set()
+                await probing
+                quiet_health, quiet_pings = health[:], pings[:]
+                health.clear()
+                pings.clear()
+                done.clear()
                 probing = asyncio.create_task(probe())
                 try:
                     # Rounds of four at once, enough of them for a p99 that is not just the worst sample.
@@ -93,6 +103,6 @@ async def test_four_heavy_calls_at_once_leave_healthz_and_ping_answering(http_se
     assert len(answers) == 4 * WAVES
     for body in answers:
         assert body["truncated"] and body["truncatedPaths"][0] == "$.products" and body["bytesTotal"] == sent
-    assert health and p99(health) < STALL_MS, (len(health), sorted(health)[-5:])
-    assert pings and p99(pings) < STALL_MS, (len(pings), sorted(pings)[-5:])
+    assert health and p99(health) < p99(quiet_health) + STALL_MS, (len(health), sorted(health)[-5:])
+    assert pings and p99(pings) < p99(quiet_pings) + STALL_MS, (len(pings), sorted(pings)[-5:], p99(quiet_pings))
     assert len(pings) >= 20, "the heavy calls ended before the probe could time enough"

@@ -58,8 +58,11 @@ async def test_user_input_cannot_change_the_route(client_factory):
         return reply(400, sample("error_400_location_not_found.json"))
 
     with pytest.raises(EcoError):
-        await client_factory(handle).location("../products?x=1")
-    assert seen == ["/api/v0/locations/..%2Fproducts%3Fx%3D1"]
+        await client_factory(handle).location("../products?x=1")  # a dot segment: refused before sending
+    assert seen == []
+    with pytest.raises(EcoError):
+        await client_factory(handle).location("products?x=1#y")
+    assert seen == ["/api/v0/locations/products%3Fx%3D1%23y"]
 
 
 async def test_a_cookie_an_answer_sets_is_never_sent_with_a_later_request(client_factory):
