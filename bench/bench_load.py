@@ -175,6 +175,10 @@ TABLE: dict[str, tuple[float, list[tuple[float, Args]]]] = {
         (1, {"introspect_type": "Site"})]),
     "eco_ping": (2, [(9, {}), (1, {"check_api": True})]),
 }
+# Listed over HTTP but left out of the load, with the reason: the run stops if a listed tool is
+# neither here nor in TABLE.
+NOT_LOADED = {"eco_describe_tables": "reads each product's variables file from storage, which the load's "
+                                     "configuration does not allow; its own tests cover it over HTTP"}
 PLACEHOLDER = re.compile(r"%([a-z.]+)%")
 GOAL_PERCENT = 90.0
 
@@ -182,7 +186,7 @@ GOAL_PERCENT = 90.0
 def check_table(listed: list[str]) -> None:
     """Every tool HTTP lists has a row, and every row is a listed tool: a tool registered without
     one (or a row left behind by a removed tool) stops the run before it starts."""
-    missing = sorted(set(listed) - set(TABLE))
+    missing = sorted(set(listed) - set(TABLE) - set(NOT_LOADED))
     stale = sorted(set(TABLE) - set(listed))
     if missing or stale:
         raise SystemExit(f"bench_load TABLE is out of date: tools listed over HTTP without a row {missing}, "
@@ -240,7 +244,7 @@ class Picker:
     """Tool by its share, then one of its argument sets by weight, then the names filled in."""
 
     def __init__(self, tools: list[str], pools: Pools, seed: int) -> None:
-        self.tools = sorted(tools)
+        self.tools = sorted(t for t in tools if t not in NOT_LOADED)
         self.tool_weights = list(itertools.accumulate(TABLE[t][0] for t in self.tools))
         self.pools = pools
         self.rng = random.Random(seed)
@@ -338,7 +342,7 @@ async def run_load(url: str, pools: Pools, *, clients: int, seconds: float, seed
                            for i in range(clients)))
     wall = time.perf_counter() - t0
     per_tool = {}
-    for tool in sorted(tools):
+    for tool in sorted(t for t in tools if t not in NOT_LOADED):
         times = stats.times.get(tool, [])
         per_tool[tool] = {"calls": len(times),
                           "p50_ms": round(statistics.median(times) * 1000, 1) if times else None,
