@@ -7,8 +7,10 @@ table; caps and confinement are refused before any byte; progress reaches a clie
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import pickle
+import re
 import subprocess
 import sys
 import textwrap
@@ -191,7 +193,7 @@ async def test_bad_selections_name_their_field(call_tool, fresh_sim):
 
 
 async def test_a_client_that_sends_a_progress_token_gets_progress_notifications(sim, sim_token, dl_dir,
-                                                                                 active_config, sim_cfg):
+                                                                                 active_config, sim_cfg, caplog):
     cfg = token_config(sim, sim_token, dl_dir, server__transport="stdio")
     active_config(cfg)
     seen: list[tuple[float, float | None, str | None]] = []
@@ -203,8 +205,15 @@ async def test_a_client_that_sends_a_progress_token_gets_progress_notifications(
         result = await client.call_tool("eco_stack_tables", {**SMALL, "tables": ["ltr_massdata"]},
                                         progress_callback=on_progress)
         assert not result.is_error, result.structured_content
-        quiet = await client.call_tool("eco_stack_tables", {**SMALL, "tables": ["ltr_pertrap"]})
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="eco.tables"):
+            quiet = await client.call_tool("eco_stack_tables", {**SMALL, "tables": ["ltr_pertrap"]})
         assert not quiet.is_error
+    # Without a token the progress still reaches the operator's log (stderr on stdio): files,
+    # bytes, then tables done.
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stack progress")]
+    assert any("downloaded" in m and "bytes" in m for m in logged), logged
+    assert any(re.search(r"stacking: (\d+)/\1 tables", m) for m in logged), logged
     assert seen, "no progress notification"
     assert any("downloaded" in (m or "") for _, _, m in seen) and any("stacking" in (m or "") for _, _, m in seen)
     assert [p for p, _, _ in seen] == sorted(p for p, _, _ in seen) and all(t and p <= t for p, t, _ in seen)
