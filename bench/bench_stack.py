@@ -20,22 +20,37 @@ through the gateway's `execute` (stdio, token) on the sensor case: a cold call (
 download, stack), the same call with the dataset folder deleted (files on disk, MD5-verified,
 stacked again), and an unchanged call (answered from dataset.json).
 
-Figures (2-core VM shared with other engineers' test runs, load average 5-7 throughout, Python
+Each stacker allocates as it ships: the variable ARROW_DEFAULT_MEMORY_POOL is removed from both
+processes' environments, so neonutilities' pyarrow uses its default allocator (mimalloc) and eco's
+tables package picks the C library's (tables/__init__.py). For reference, one more neonutilities
+round per case runs with ARROW_DEFAULT_MEMORY_POOL=system, eco's allocator ("nu, system").
+
+Figures (2-core VM shared with other engineers' test runs, load average 6-8 throughout, Python
 3.11, pyarrow 26, pandas 3.1, neonutilities 2.0.2; best of 3 rounds, one run):
   case    stacker        seconds   peak RSS MB   added MB   rows
-  sensor  neonutilities  8.60      620           427        148,910 in 3 tables (SAAT_30min 148,896)
-  sensor  eco            0.48      180            66        the same counts
-  obs     neonutilities  0.45      259            67        931 in 10 tables
-  obs     eco            0.07      142            28        the same counts
-  -> sensor 17.9x faster, peak RSS 29 % of neonutilities'; obs 6.2x faster, peak RSS 55 %
-     (added 42 %). Goals: 3x met for both; at most half the peak met for the sensor case, NOT
-     for the tiny observational one, whose peak is mostly the libraries (pyarrow, numpy and
-     Parquet's file systems: 111 MB before any file is read, against neonutilities' 192 MB).
-  An earlier run of the same cases at load ~5, before stacking stopped loading pandas and before
-  small tables were stacked side by side: neonutilities 3.68 s / 0.31 s, eco 0.78 s / 0.41 s.
-  The machine's load moves neonutilities' times by 2x between runs; eco's by less.
-  eco_stack_tables, sensor case: cold 5.5 s (108 files listed, downloaded, verified and
-  stacked), files on disk with the folder deleted 0.65 s, unchanged 0.054 s.
+  sensor  neonutilities  4.87      605           431        148,910 in 3 tables (SAAT_30min 148,896)
+  sensor  eco            0.34      129            31        the same counts
+  sensor  nu, system     6.90      510           338        (one round)
+  obs     neonutilities  0.50      241            67        931 in 10 tables
+  obs     eco            0.08      105             7        the same counts
+  obs     nu, system     0.49      207            36        (one round)
+  -> sensor 14.2x faster, peak RSS 21 % of neonutilities'; obs 6.5x faster, peak RSS 43 %.
+     Goals (3x, at most half the peak) met for both. Against neonutilities on the system
+     allocator too: 25 % and 51 % (48 % in an earlier run at 219 MB): eco's floor is its
+     libraries, 98 MB after imports (pyarrow 44 MB over Python, numpy 21, pyarrow's compute
+     kernels 11, Parquet with pyarrow's file systems 10), against neonutilities' ~175 MB.
+  Before eco chose the allocator (pyarrow's mimalloc, same machine, load ~1): obs eco 127-131 MB
+  peak, 29-33 MB added, against neonutilities' 233-239 MB (53-56 %); sensor eco 166-168 MB,
+  0.25 s. mimalloc sets up memory in each thread that allocates and a stack allocates on a
+  dozen (table and reader threads, Arrow's own), while Arrow's own buffers peaked at 1.3 MB for
+  the whole obs case; the system allocator costs the sensor case ~0.1 s. Passing the system pool
+  to each call instead left the Parquet writer on mimalloc (its writer properties take the
+  default pool), 116-120 MB.
+  An earlier run at load 5-7, before the allocator choice: neonutilities 8.60 s / 0.45 s, 620 / 259
+  MB; eco 0.48 s / 0.07 s, 180 / 142 MB. The machine's load moves neonutilities' times by 2x
+  between runs; eco's by less.
+  eco_stack_tables, sensor case: cold 4.90 s (108 files listed, downloaded, verified and
+  stacked), files on disk with the folder deleted 0.43 s, unchanged 0.078 s.
 The engine was chosen by the same kind of run (commit ff8f5e5): DuckDB's read_csv + COPY to
 Parquet took 1.8 s and 252 MB on the sensor case against pyarrow's 1.0-1.2 s and ~200 MB.
 """
@@ -125,10 +140,15 @@ def _download(sim: Any, token: str, code: str, sites: list[str], m0: str, m1: st
     return folder
 
 
-def _run(script: str, *args: str) -> dict[str, Any]:
+def _run(script: str, *args: str, allocator: str | None = None) -> dict[str, Any]:
     # Citation and issue-log requests of neonutilities hit a closed local port instead of the internet.
     env = dict(os.environ, PYTHONPATH=str(_harness.REPO), HTTPS_PROXY="http://127.0.0.1:9",
                HTTP_PROXY="http://127.0.0.1:9", NO_PROXY="127.0.0.1,localhost")
+    # Each stacker allocates as it ships (eco's tables package picks Arrow's allocator itself, and
+    # this process may have imported it), unless a run names one.
+    env.pop("ARROW_DEFAULT_MEMORY_POOL", None)
+    if allocator:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = allocator
     done = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True,
                           timeout=3600, cwd=tempfile.gettempdir())
     assert done.returncode == 0, done.stderr[-3000:]
@@ -158,6 +178,10 @@ def compare(case: str, code: str, folder: Path, rounds: int, work: Path) -> None
     assert nu["rows"] == eco["rows"], (nu["rows"], eco["rows"])
     print(f"  {case}: {nu['seconds'] / eco['seconds']:.1f}x faster, peak RSS {100 * eco['peak_mb'] / nu['peak_mb']:.0f} % "
           f"of neonutilities', the same rows in every table ({len(eco['rows'])} tables)")
+    # For reference: neonutilities (pyarrow underneath too) given the allocator eco uses.
+    ref = _run(NU_RUN, str(folder), allocator="system")
+    print(f"  {case:6} {'nu, system':14} {ref['seconds']:6.2f} s  peak {ref['peak_mb']:6.0f} MB  "
+          f"added {ref['added_mb']:5.0f} MB  (one round; eco's peak is {100 * eco['peak_mb'] / ref['peak_mb']:.0f} % of it)")
 
 
 async def tool_calls(sim: Any, token: str, work: Path) -> None:

@@ -1,15 +1,9 @@
 """The citations family: eco_get_citation. Citation text and BibTeX for a data product in a
 release, for its provisional data, or for a prototype dataset.
 
-A product's citation comes from the catalogs alone (no request): the DOI from the product record's
-release list, cross-checked against the release record's DOI list; a disagreement is a note (the
-product record's DOI is cited, both are shown). release latest means the newest release whose
-product record carries a DOI. A prototype dataset costs one GET /prototype/datasets/{uuid}
-(cached per ttl_s.prototype).
-
-Wording follows NEON's data policy (CC BY 4.0) and citation guidelines:
-    NEON (National Ecological Observatory Network). <name> (<code>), <release>. https://doi.org/<doi>.
-    Dataset accessed from <portal> on <Month D, YYYY>.
+A product's citation comes from the catalogs alone (catalog.citation_text, which stacked datasets
+cite with too). A prototype dataset costs one GET /prototype/datasets/{uuid} (cached per
+ttl_s.prototype), worded the same way.
 """
 
 from __future__ import annotations
@@ -23,23 +17,24 @@ from pydantic import Field
 from catalog import resolve
 from catalog.access import catalog_index
 from catalog.checks import bad, built
-from catalog.index import CatalogIndex, ProductEntry
+from catalog.citation_text import (
+    AUTHOR,
+    DATA_POLICY_URL,
+    PROTOTYPE_PORTAL,
+    PUBLISHER,
+    bib_key,
+    bibtex_entry,
+    long_date,
+    product_citation,
+)
+from catalog.index import CatalogIndex
 from catalog.releases import bare_doi
-from eco_core.errors import EcoError
 from eco_core.wire import Envelope, NextStep, Source, ToolInput
 from families.call import CallContext
 
 # The index with the release catalog built too.
 NEED = ("products", "sites", "releases")
-DATA_POLICY_URL = "https://www.neonscience.org/data-samples/data-policies-citation"
-AUTHOR = "NEON (National Ecological Observatory Network)"
-PUBLISHER = "National Ecological Observatory Network (NEON)"
-PORTAL = "https://data.neonscience.org/data-products"
-PROTOTYPE_PORTAL = "https://data.neonscience.org/prototype-datasets"
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-# BibTeX's special characters, and what stands for each inside a braced field.
-_BIB_ESCAPES = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "&": r"\&", "%": r"\%", "$": r"\$",
-                "#": r"\#", "_": r"\_", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 CitationFormat = Literal["text", "bibtex", "all"]
 
 
@@ -93,55 +88,19 @@ def _product_citation(idx: CatalogIndex, args: GetCitationInput, product: str, w
                       resolved: dict[str, Any], call: CallContext) -> GetCitationOutput:
     rp = resolve.resolve_product(product, index=idx)
     resolved["product"] = rp.echo()
-    p = idx.by_code[rp.code]
-    notes: list[str] = []
-    where = f" (sites {', '.join(sites)})" if sites else ""
-    accessed = f"Dataset accessed from {PORTAL}/{p.code}"
-    fields = {"author": AUTHOR, "publisher": PUBLISHER}
-    if args.provisional:
-        text = (f"{AUTHOR}. {p.name} ({p.code}), provisional data. {accessed}{where} on {_long_date(when)}. "
-                "Provisional data are not in a release and may change.")
-        notes.append("Provisional data may change and have no DOI; cite a release for reproducible work.")
-        if "PROVISIONAL" not in p.by_release:
-            notes.append(f"{p.code} has no provisional months now; every month with data is in a release.")
-        fields.update({"title": f"{p.name} ({p.code}), provisional data", "year": str(when.year),
-                       "url": f"{PORTAL}/{p.code}",
-                       "note": f"Provisional data, subject to change. {accessed}{where} on {_long_date(when)}",
-                       "urldate": when.isoformat()})
-        bib = bibtex_entry(_bib_key("NEON", p.code, "PROVISIONAL", when.isoformat()), fields)
-        return GetCitationOutput(
-            product_code=p.code, prototype_uuid=None, product_name=p.name, project_title=None, release=None,
-            provisional=True, doi=None, doi_url=None, accessed_on=when.isoformat(),
-            citation_text=_text(args, text), bibtex=_bib(args, bib), data_policy_url=DATA_POLICY_URL,
-            resolved=resolved, notes=_with_license(notes),
-            next_steps=[NextStep(tool="eco_get_availability", arguments={"product": p.code},
-                                 why="Which months are provisional and which are released.")],
-            source=Source(origin="catalog", api_base_url=call.cfg.eco.base_url))
-    tag, url = _pick_release(idx, p, args.release, resolved, notes)
-    entry = next((r for r in idx.releases if r.tag == tag), None)
-    listed = entry.product_dois.get(p.code) if entry else None
-    if entry is None:
-        notes.append(f"DOI not cross-checked: {tag} is not in the release catalog yet.")
-    elif listed is None:
-        notes.append(f"DOI cross-check: the {tag} release record does not list {p.code}; "
-                     f"verify {url} before publishing.")
-    elif bare_doi(listed) != bare_doi(url):
-        notes.append(f"DOI mismatch: the product record gives {bare_doi(url)} but the {tag} release record "
-                     f"gives {bare_doi(listed)}; the product record's DOI is cited, check both at doi.org.")
-    doi = bare_doi(url) or ""
-    doi_url = f"https://doi.org/{doi}"
-    accessed = f"Dataset accessed from {PORTAL}/{p.code}/{tag}"
-    text = f"{AUTHOR}. {p.name} ({p.code}), {tag}. {doi_url}. {accessed}{where} on {_long_date(when)}."
-    fields.update({"title": f"{p.name} ({p.code}), {tag}", "year": tag[-4:], "version": tag, "doi": doi,
-                   "url": doi_url, "note": f"{accessed}{where} on {_long_date(when)}", "urldate": when.isoformat()})
-    bib = bibtex_entry(_bib_key("NEON", p.code, tag), fields)
+    c = product_citation(idx, rp.code, release=args.release, provisional=args.provisional, sites=sites, when=when,
+                         resolved=resolved)
+    if c.release is None:
+        step = NextStep(tool="eco_get_availability", arguments={"product": c.code},
+                        why="Which months are provisional and which are released.")
+    else:
+        step = NextStep(tool="eco_get_release", arguments={"release": c.release, "product_code": c.code},
+                        why=f"{c.release} and the product as published in it.")
     return GetCitationOutput(
-        product_code=p.code, prototype_uuid=None, product_name=p.name, project_title=None, release=tag,
-        provisional=False, doi=doi, doi_url=doi_url, accessed_on=when.isoformat(),
-        citation_text=_text(args, text), bibtex=_bib(args, bib), data_policy_url=DATA_POLICY_URL,
-        resolved=resolved, notes=_with_license(notes),
-        next_steps=[NextStep(tool="eco_get_release", arguments={"release": tag, "product_code": p.code},
-                             why=f"{tag} and the product as published in it.")],
+        product_code=c.code, prototype_uuid=None, product_name=c.name, project_title=None, release=c.release,
+        provisional=c.provisional, doi=c.doi, doi_url=c.doi_url, accessed_on=when.isoformat(),
+        citation_text=_text(args, c.text), bibtex=_bib(args, c.bibtex), data_policy_url=DATA_POLICY_URL,
+        resolved=resolved, notes=_with_license(c.notes), next_steps=[step],
         source=Source(origin="catalog", api_base_url=call.cfg.eco.base_url))
 
 
@@ -156,7 +115,7 @@ async def _prototype_citation(args: GetCitationInput, uuid: str, when: date, sit
     doi_url = f"https://doi.org/{doi}" if doi else None
     version = f", version {ds.version}" if ds.version else ""
     where = f" (sites {', '.join(sites)})" if sites else ""
-    accessed = f"Dataset accessed from {PROTOTYPE_PORTAL}/{ds.uuid}{where} on {_long_date(when)}"
+    accessed = f"Dataset accessed from {PROTOTYPE_PORTAL}/{ds.uuid}{where} on {long_date(when)}"
     text = f"{AUTHOR}. {ds.project_title}{version}. " + (f"{doi_url}. " if doi_url else "") + f"{accessed}."
     if not doi:
         notes.append("This prototype dataset has no DOI; the citation points at its portal page.")
@@ -167,7 +126,7 @@ async def _prototype_citation(args: GetCitationInput, uuid: str, when: date, sit
     if doi:
         fields["doi"] = doi
     fields.update({"url": doi_url or f"{PROTOTYPE_PORTAL}/{ds.uuid}", "note": accessed, "urldate": when.isoformat()})
-    bib = bibtex_entry(_bib_key("NEON", "prototype", ds.uuid), fields)
+    bib = bibtex_entry(bib_key("NEON", "prototype", ds.uuid), fields)
     return GetCitationOutput(
         product_code=None, prototype_uuid=ds.uuid, product_name=None, project_title=ds.project_title, release=None,
         provisional=False, doi=doi, doi_url=doi_url, accessed_on=when.isoformat(),
@@ -177,28 +136,6 @@ async def _prototype_citation(args: GetCitationInput, uuid: str, when: date, sit
                              why="The dataset's files and description.")],
         source=Source(origin="upstream", endpoints=["GET /prototype/datasets/{uuid}"],
                       api_base_url=call.cfg.eco.base_url))
-
-
-def _pick_release(idx: CatalogIndex, p: ProductEntry, release: str, resolved: dict[str, Any],
-                  notes: list[str]) -> tuple[str, str]:
-    """The release cited and the product record's DOI URL in it."""
-    dois = {r["release"]: r["doi"] for r in p.releases if r.get("doi")}
-    if release.strip().lower() == "latest":
-        if not dois:
-            raise EcoError("not_found", f"product: {p.code} is in no release yet (all its data is provisional); "
-                           "call again with provisional=true", details={"validReleases": []})
-        tag = max(dois)
-        resolved["release"] = {"input": release, "release": tag, "matchedBy": "latest"}
-        newest = max((r.tag for r in idx.releases), default=tag)
-        if newest != tag:
-            notes.append(f"{newest} does not carry {p.code}; cited its newest release with a DOI, {tag}.")
-        return tag, dois[tag]
-    rr = resolve.resolve_release(release, index=idx)
-    resolved["release"] = rr.echo()
-    if rr.tag not in dois:
-        raise EcoError("not_found", f"release: {p.code} is not in {rr.tag}",
-                       details={"validReleases": sorted(dois)})
-    return rr.tag, dois[rr.tag]
 
 
 def _sites(idx: CatalogIndex, site_codes: list[str] | None, resolved: dict[str, Any]) -> list[str]:
@@ -223,10 +160,6 @@ def _accessed(value: str | None) -> date:
         raise bad("accessed_on", f"{value!r} is not a calendar date") from None
 
 
-def _long_date(d: date) -> str:
-    return f"{d.strftime('%B')} {d.day}, {d.year}"
-
-
 def _text(args: GetCitationInput, text: str) -> str | None:
     return None if args.format == "bibtex" else text
 
@@ -237,25 +170,3 @@ def _bib(args: GetCitationInput, bib: str) -> str | None:
 
 def _with_license(notes: list[str]) -> list[str]:
     return [*notes, f"NEON data are licensed CC BY 4.0; see {DATA_POLICY_URL}."]
-
-
-# -- BibTeX ----------------------------------------------------------------------------------
-
-def bib_escape(text: str) -> str:
-    return "".join(_BIB_ESCAPES.get(ch, ch) for ch in text)
-
-
-def _bib_key(*parts: str) -> str:
-    # Letters, digits, '-', '.' and ':' only: every BibTeX tool accepts these in a key.
-    return ":".join(re.sub(r"[^A-Za-z0-9.\-]", "-", p) for p in parts)
-
-
-def bibtex_entry(key: str, fields: dict[str, str]) -> str:
-    """An @misc entry; every value braced and escaped, except `url`, which stays verbatim (the
-    url package reads it raw) and so must not contain braces."""
-    lines = [f"@misc{{{key},"]
-    for name, value in fields.items():
-        text = value.replace("{", "%7B").replace("}", "%7D") if name == "url" else bib_escape(value)
-        lines.append(f"  {name} = {{{text}}},")
-    lines.append("}")
-    return "\n".join(lines)

@@ -25,6 +25,7 @@ import asyncio
 import hashlib
 import logging
 import time
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -33,6 +34,7 @@ from pydantic import Field
 
 from catalog import months
 from catalog.access import catalog_index, catalog_read
+from catalog.citation_text import product_citation
 from catalog.index import CatalogIndex, ProductEntry
 from catalog.months import MONTH_PATTERN
 from catalog.outage import DATABASE_DOWN
@@ -45,7 +47,6 @@ from downloads.transfer import PROGRESS_EVERY_S, download
 from eco_core.bounds import Configured
 from eco_core.errors import EcoError
 from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page
-from families import citations
 from families.call import CallContext
 from tables import dataset, kept, names, stack
 from tables.stack import SourceFile
@@ -448,13 +449,14 @@ def _plan_items(idx: CatalogIndex, product: str, files: list[FileRecord], base: 
 
 
 async def _citations(call: CallContext, product: str, releases: list[str], sites: list[str]) -> list[dict[str, Any]]:
+    idx = await catalog_index(call.cfg, call.client, need=NEED)
+    when = datetime.now(UTC).date()
     out = []
     for rel in releases:
         provisional = rel == PROVISIONAL
-        got = await citations.get_citation(citations.GetCitationInput(
-            product=product, release="latest" if provisional else rel, provisional=provisional,
-            site_codes=sites), call)
-        out.append({"release": rel, "doi": got.doi, "text": got.citation_text, "bibtex": got.bibtex})
+        got = product_citation(idx, product, release="latest" if provisional else rel, provisional=provisional,
+                               sites=sites, when=when)
+        out.append({"release": rel, "doi": got.doi, "text": got.text, "bibtex": got.bibtex})
     return out
 
 

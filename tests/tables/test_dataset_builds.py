@@ -158,3 +158,30 @@ def test_stacking_never_loads_pandas(tmp_path, litter):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"
     assert (tmp_path / "ds" / "ltr_massdata.parquet").exists()
+
+
+@pytest.mark.parametrize(("chosen", "backend"), [(None, "system"), ("mimalloc", "mimalloc")])
+def test_stacking_allocates_from_the_system_allocator_unless_the_operator_chose_one(tmp_path, litter, chosen,
+                                                                                   backend):
+    # mimalloc, pyarrow's default, sets up memory in every thread that allocates; the Parquet
+    # writer allocates from Arrow's default whatever pool it is handed, so the choice is made
+    # before pyarrow is first imported.
+    _, sources = litter
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        from tables import dataset
+        from tables.stack import SourceFile
+        import pyarrow as pa
+        sources = [SourceFile(Path(p), Path(p).name, None, r) for p, r in {[(str(s.path), s.release) for s in sources]!r}]
+        dataset.build(Path({str(tmp_path / "ds")!r}), sources, root=Path({str(tmp_path)!r}), product="X",
+                      package="basic", wanted=None, selection={{}}, citations=[], issue_log=None)
+        used = {{name: getattr(pa, name + "_memory_pool")().max_memory() > 0 for name in ("system", "mimalloc")}}
+        print(pa.default_memory_pool().backend_name, sorted(name for name, yes in used.items() if yes))
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    if chosen:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = chosen
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == f"{backend} {[backend]!r}"

@@ -63,7 +63,12 @@ def test_a_sensor_product_over_three_sites_and_twelve_months_stacks_as_neonutili
     assert saat.siteID.is_monotonic_increasing  # site, position, time order, as neonutilities sorts
     sp = pq.read_table(out / "sensor_positions.parquet").to_pandas()
     assert (sp.groupby("siteID")["HOR.VER"].value_counts() == 2).sum() == 3  # one moved sensor per site
-    # units in the Parquet field metadata are the variables file's, field for field
+    _assert_units_are_the_variables_files(sources, out, compared)
+    assert pq.read_schema(out / "SAAT_30min.parquet").field("startDateTime").type.tz == "UTC"
+
+
+def _assert_units_are_the_variables_files(sources, out, compared):
+    """Units in the Parquet field metadata are the variables file's, field for field."""
     [var] = [s for s in sources if ".variables." in s.name][:1]
     units = variables_units(var.path.read_bytes())
     for name in compared:
@@ -74,7 +79,6 @@ def test_a_sensor_product_over_three_sites_and_twelve_months_stacks_as_neonutili
             else:  # the columns neonutilities adds carry no units
                 assert f.name in ("domainID", "siteID", "horizontalPosition", "verticalPosition", "publicationDate",
                                   "release") and b"units" not in (f.metadata or {})
-        assert schema.field("startDateTime").type.tz == "UTC" if "startDateTime" in schema.names else True
 
 
 def test_an_observational_product_keeps_the_newest_site_all_and_lab_files_as_neonutilities_does(tmp_path):
@@ -86,3 +90,4 @@ def test_an_observational_product_keeps_the_newest_site_all_and_lab_files_as_neo
     assert "ltr_massdata" in compared and "science_review_flags" in compared
     mass = pq.read_table(out / "ltr_massdata.parquet").to_pandas()
     assert set(mass.release) == {"RELEASE-2026", "PROVISIONAL"}
+    _assert_units_are_the_variables_files(sources, out, compared)

@@ -124,7 +124,7 @@ async def test_every_simulated_product_gets_bibtex_a_real_parser_accepts(run_too
 
 
 def test_special_characters_are_escaped_so_the_title_survives_parsing():
-    from families.citations import bibtex_entry
+    from catalog.citation_text import bibtex_entry
 
     text = bibtex_entry("k", {"title": "Soil {CO2} & 50% of #1_a ~ $x^2$ \\", "url": "https://x/{a}"})
     entry = parse_string(text, "bibtex").entries["k"]

@@ -7,8 +7,10 @@ table; caps and confinement are refused before any byte; progress reaches a clie
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import pickle
+import re
 import subprocess
 import sys
 import textwrap
@@ -20,24 +22,36 @@ from mcp import Client
 
 from mcp_gateway.server import build_server
 from tests.downloads.conftest import call_tool, dl_dir, sim_token, token_config  # noqa: F401  (fixtures)
-from tests.tables.neon_support import assert_same_table
+from tests.tables.neon_support import assert_same_table, variables_units
 from tests.tools.conftest import error_of
 
 LITTER, SITES, WINDOW = "DP1.10033.001", ["HARV", "SCBI", "KONZ"], ("2025-04", "2026-05")
+AIR, AIR_SITES, AIR_WINDOW = "DP1.00002.001", ["BARR", "CPER", "KONZ"], ("2023-01", "2023-12")
 SMALL = {"product": LITTER, "site_codes": ["HARV"], "start_month": "2023-06", "end_month": "2023-07"}
 STORAGE = r"^/storage/"
 
 
-def _neonutilities(sim, token: str, tmp_path: Path, dpid: str, sites: list[str], months: tuple[str, str]) -> dict:
-    """NEON's client, unmodified, pointed at the simulator: its ZIPs, then its stacker."""
+def _neonutilities(sim, token: str, tmp_path: Path, dpid: str, sites: list[str], months: tuple[str, str],
+                   drop: str | None = None) -> dict:
+    """NEON's client, unmodified, pointed at the simulator: its ZIPs, then its stacker. `drop`: data
+    files matching this pattern are removed from the unzipped packages before stacking."""
     out = tmp_path / "nu.pickle"
     script = textwrap.dedent(f"""
-        import pickle
+        import pickle, zipfile
+        from pathlib import Path
         import neonutilities as nu
         nu.zips_by_product(dpid={dpid!r}, site={sites!r}, startdate={months[0]!r}, enddate={months[1]!r},
                            package="basic", token={token!r}, savepath={str(tmp_path)!r}, check_size=False,
                            include_provisional=True, progress=False)
-        tables = nu.stack_by_table({str(tmp_path / f"filesToStack{dpid[4:9]}")!r}, savepath="envt", progress=False)
+        folder = Path({str(tmp_path / f"filesToStack{dpid[4:9]}")!r})
+        if {drop!r}:
+            for z in sorted(folder.glob("*.zip")):
+                with zipfile.ZipFile(z) as zf:
+                    zf.extractall(folder / z.name[:-4])
+                z.unlink()
+            for p in folder.glob("*/" + {drop!r}):
+                p.unlink()
+        tables = nu.stack_by_table(str(folder), savepath="envt", progress=False)
         with open({str(out)!r}, "wb") as fh:
             pickle.dump(tables, fh)
     """)
@@ -83,6 +97,38 @@ async def test_the_stacked_tables_equal_neonutilities_from_the_same_selection(ca
     record = (folder / "dataset.json").read_text()
     assert '"md5"' in record and "RELEASE-2026" in record
     assert [s["tool"] for s in body["nextSteps"]] == ["eco_describe_tables"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("neonutilities") is None, reason="neonutilities is not installed")
+async def test_a_sensor_product_over_three_sites_and_twelve_months_equals_neonutilities_from_the_same_selection(
+        call_tool, sim, sim_token, dl_dir, tmp_path):
+    # The 30-minute table: its 1-minute files are left out of neonutilities' input (the tool is
+    # asked for SAAT_30min only), or its stacking alone would take minutes.
+    body = (await call_tool("eco_stack_tables", {"product": AIR, "site_codes": AIR_SITES, "start_month": AIR_WINDOW[0],
+                                                 "end_month": AIR_WINDOW[1], "tables": ["SAAT_30min"]})).ok
+    theirs = _neonutilities(sim, sim_token, tmp_path, AIR, AIR_SITES, AIR_WINDOW, drop="*.SAAT_1min.*")
+    folder = Path(body["folder"])
+    num = AIR[4:9]
+    assert {t["name"] for t in body["tables"]} == {"SAAT_30min", "sensor_positions", "science_review_flags"}
+    assert {t["name"] for t in body["tables"]} == {k.removesuffix(f"_{num}") for k in theirs if not k.startswith(
+        ("variables_", "readme_", "validation_", "categoricalCodes_", "issueLog_", "citation_"))}
+    units = variables_units((folder / "variables.csv").read_bytes())
+    for t in body["tables"]:
+        key = t["name"] if t["name"] == "SAAT_30min" else f"{t['name']}_{num}"
+        mine = pq.read_table(folder / t["file"]).to_pandas()
+        assert_same_table(mine, theirs[key], t["name"])
+        assert t["rows"] == len(mine)
+        for c in t["columns"]:  # the variables file's units, or none for the columns neonUtilities adds
+            assert c["units"] == (None if units.get((t["name"], c["name"]), "NA") in ("", "NA")
+                                  else units[(t["name"], c["name"])]), (t["name"], c)
+    saat = pq.read_table(folder / "SAAT_30min.parquet").to_pandas()
+    positions = set(zip(saat.siteID, saat.horizontalPosition, saat.verticalPosition, strict=True))
+    assert len({site for site, _, _ in positions}) == 3 and len(positions) >= 9  # several positions per site
+    sp = pq.read_table(folder / "sensor_positions.parquet").to_pandas()
+    assert (sp.groupby("siteID")["HOR.VER"].value_counts() == 2).sum() == 3  # one moved sensor per site
+    meta = pq.read_schema(folder / "SAAT_30min.parquet").field("tempSingleMean").metadata
+    assert meta[b"units"].decode() == units[("SAAT_30min", "tempSingleMean")]
 
 
 async def test_a_second_call_fetches_and_rebuilds_nothing_and_a_changed_file_rebuilds_only_its_table(
@@ -147,7 +193,7 @@ async def test_bad_selections_name_their_field(call_tool, fresh_sim):
 
 
 async def test_a_client_that_sends_a_progress_token_gets_progress_notifications(sim, sim_token, dl_dir,
-                                                                                 active_config, sim_cfg):
+                                                                                 active_config, sim_cfg, caplog):
     cfg = token_config(sim, sim_token, dl_dir, server__transport="stdio")
     active_config(cfg)
     seen: list[tuple[float, float | None, str | None]] = []
@@ -159,8 +205,15 @@ async def test_a_client_that_sends_a_progress_token_gets_progress_notifications(
         result = await client.call_tool("eco_stack_tables", {**SMALL, "tables": ["ltr_massdata"]},
                                         progress_callback=on_progress)
         assert not result.is_error, result.structured_content
-        quiet = await client.call_tool("eco_stack_tables", {**SMALL, "tables": ["ltr_pertrap"]})
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="eco.tables"):
+            quiet = await client.call_tool("eco_stack_tables", {**SMALL, "tables": ["ltr_pertrap"]})
         assert not quiet.is_error
+    # Without a token the progress still reaches the operator's log (stderr on stdio): files,
+    # bytes, then tables done.
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stack progress")]
+    assert any("downloaded" in m and "bytes" in m for m in logged), logged
+    assert any(re.search(r"stacking: (\d+)/\1 tables", m) for m in logged), logged
     assert seen, "no progress notification"
     assert any("downloaded" in (m or "") for _, _, m in seen) and any("stacking" in (m or "") for _, _, m in seen)
     assert [p for p, _, _ in seen] == sorted(p for p, _, _ in seen) and all(t and p <= t for p, t, _ in seen)
