@@ -15,37 +15,39 @@ envelope's meaning written once in the server instructions instead of in each sc
 descriptions that restated their schema trimmed; every input and output field and its JSON types
 kept, tests/gateway/test_registry.py):
 
-    tool                            before   after  change   input b/a     output b/a   descr b/a
-    eco_describe_tables               4428    3317   -25 %     910/ 910    2887/1813    248/248
-    eco_download_files                4790    3859   -19 %    1535/1521    2350/1444    449/449
-    eco_find_locations                4443    3392   -24 %    1183/1183    2444/1412    406/406
-    eco_get_availability              5532    4347   -21 %    1452/1396    3445/2329    212/212
-    eco_get_citation                  3224    2478   -23 %     874/ 874    1501/ 915    465/330
-    eco_get_document                  3225    2512   -22 %     770/ 770    1625/ 986    429/363
-    eco_get_location                  5842    4146   -29 %     684/ 684    4537/2857    250/250
-    eco_get_product                   8009    5953   -26 %     995/ 995    6427/4381    207/207
-    eco_get_prototype_dataset         5019    3692   -26 %     675/ 675    3646/2319    282/282
-    eco_get_release                   4660    3363   -28 %     748/ 748    3188/1891    240/240
-    eco_get_sample                    4605    3290   -29 %    1068/1068    2701/1486    438/338
-    eco_get_site                      5484    3893   -29 %     720/ 720    4173/2582    208/208
-    eco_graphql                       3465    2766   -20 %     891/ 785    1451/ 922    765/677
-    eco_list_files                    6217    4637   -25 %    1491/1477    4033/2481    246/246
-    eco_list_releases                 2860    2010   -30 %     271/ 271    1980/1130    259/259
-    eco_list_sample_classes           2697    1997   -26 %     456/ 456    1604/ 904    250/250
-    eco_ping                          4021    2870   -29 %     206/ 206    3303/2152    177/177
-    eco_search_products               4574    3595   -21 %    1481/1451    2535/1592    186/186
-    eco_search_prototype_datasets     3890    2983   -23 %     989/ 989    2236/1336    279/279
-    eco_search_sites                  4620    3592   -22 %    1181/1167    2838/1827    216/216
-    eco_search_taxonomy               3489    2811   -19 %    1311/1297    1496/ 896    336/297
-    eco_stack_tables                  4704    3547   -25 %    1016/1016    2820/1684    475/475
-    all 22 tools (stdio list)        99831   75272   -25 %
-    HTTP list (20 tools)             90335   67864   -25 %
+    tool                             before   after  change     input b/a   output b/a  descr b/a
+    eco_describe_tables                4428    3365   -24 %     910/  910   2887/ 1824   248/ 248
+    eco_download_files                 4790    3856   -19 %    1535/ 1521   2350/ 1430   449/ 449
+    eco_find_locations                 4443    3441   -23 %    1183/ 1183   2444/ 1442   406/ 406
+    eco_get_availability               5532    4339   -22 %    1452/ 1389   3445/ 2315   212/ 212
+    eco_get_citation                   3224    2508   -22 %     874/  874   1501/  919   465/ 331
+    eco_get_document                   3225    2547   -21 %     770/  770   1625/ 1003   429/ 373
+    eco_get_location                   5842    4223   -28 %     684/  684   4537/ 2918   250/ 250
+    eco_get_product                    8009    5979   -25 %     995/  995   6427/ 4397   207/ 207
+    eco_get_prototype_dataset          5019    3694   -26 %     675/  675   3646/ 2321   282/ 282
+    eco_get_release                    4660    3369   -28 %     748/  748   3188/ 1897   240/ 240
+    eco_get_sample                     4605    3345   -27 %    1068/ 1068   2701/ 1557   438/ 322
+    eco_get_site                       5484    3900   -29 %     720/  720   4173/ 2589   208/ 208
+    eco_graphql                        3465    2754   -21 %     891/  796   1451/  934   765/ 666
+    eco_list_files                     6217    4648   -25 %    1491/ 1472   4033/ 2483   246/ 246
+    eco_list_releases                  2860    2005   -30 %     271/  271   1980/ 1125   259/ 259
+    eco_list_sample_classes            2697    1976   -27 %     456/  456   1604/  883   250/ 250
+    eco_ping                           4021    2800   -30 %     206/  206   3303/ 2082   177/ 177
+    eco_search_products                4574    3566   -22 %    1481/ 1440   2535/ 1568   186/ 186
+    eco_search_prototype_datasets      3890    2985   -23 %     989/  989   2236/ 1331   279/ 279
+    eco_search_sites                   4620    3566   -23 %    1181/ 1142   2838/ 1823   216/ 216
+    eco_search_taxonomy                3489    2823   -19 %    1311/ 1297   1496/  884   336/ 296
+    eco_stack_tables                   4704    3550   -25 %    1016/ 1011   2820/ 1671   475/ 475
+    all 22 tools (stdio list)         99831   75272   -25 %
+    HTTP list (20 tools)              90335   67864   -25 %
 
-So the output schemas lost 40 % (59.8 to 38.9 KB over the 22 tools), the inputs 1 %, the
-descriptions 5 %. What is left is mostly field names and their types (about 36 KB of the 75),
-descriptions (14 KB), and what every tool must carry: `$schema` twice, annotations and `_meta`
-(about 8 KB). The bound the tests hold: every tool's entry within its share, the shares and the
-room kept for tools to come within 75,000 bytes (tests/gateway/test_registry.py).
+So the output schemas lost 38 % (63.2 to 39.4 KB over the 22 tools), the input schemas 1 % (20.9
+to 20.6 KB: their types, bounds and defaults are what a caller needs, and some clients hand them
+to a model as function declarations, which want explicit types), the descriptions 6 % (7.0 to 6.6
+KB). Left in the output schemas: field names (11.9 KB), their types (about 16 KB) and the envelope
+every tool repeats (about 400 bytes a tool). The HTTP list with eco_stack_tables served there too
+is 71,415 bytes, 3,585 under the 75,000 the tests hold it to (tests/gateway/test_registry.py, where
+each tool also has its share: the shares of the tools HTTP lists add up to 72,890).
 """
 
 from __future__ import annotations
