@@ -8,7 +8,7 @@ eco_list_files' window read them too; the availability family itself is families
     shape_row(cell, provisional=, start=, end=, fmt=)   -> RowData | None
     shape_intervals(parsed, provisional=, ...)          -> the same from month-index intervals
     totals(rows)                                        -> AvailabilityTotals over every row
-    availability_row(data, ...)                         -> eco_get_product's AvailabilityRow
+    availability_row(data, ...)                         -> eco_get_product's ProductAvailabilityRow
 """
 
 from __future__ import annotations
@@ -41,8 +41,10 @@ class Window(WireModel):
     end_month: str | None = Field(None, description="YYYY-MM; null: open.")
 
 
-class AvailabilityRow(WireModel):
-    # One product at one site (a comment: a docstring would be repeated in each tool schema using it).
+class ProductAvailabilityRow(WireModel):
+    # One product at one site, as eco_get_product lists it (a comment: a docstring would be
+    # repeated in each tool schema using it). eco_get_availability's leaner row is
+    # families.availability's AvailabilityRow.
 
     product_code: str
     product_name: str | None = None
@@ -197,8 +199,8 @@ def totals(rows: list[RowData]) -> AvailabilityTotals:
 
 
 def availability_row(data: RowData, *, product_code: str, product_name: str | None, site_code: str,
-                     site_name: str | None) -> AvailabilityRow:
-    return AvailabilityRow(
+                     site_name: str | None) -> ProductAvailabilityRow:
+    return ProductAvailabilityRow(
         product_code=product_code, product_name=product_name, site_code=site_code, site_name=site_name,
         month_count=data.month_count, provisional_month_count=data.provisional_month_count,
         first_month=data.first_month, last_month=data.last_month, ranges=data.ranges, months=data.months,

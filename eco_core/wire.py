@@ -66,18 +66,20 @@ class NextStep(WireModel):
 
 
 class Source(WireModel):
-    # Where the answer came from, so the agent can judge freshness and cost. The field names say
-    # what they hold; every tool's schema repeats this model, so it carries no descriptions.
+    # Where the answer came from, so the agent can judge freshness and cost. Every tool's schema
+    # repeats this model, so it carries no descriptions: the server's instructions say once what
+    # the envelope's fields mean (mcp_gateway.server).
     origin: Literal["local", "catalog", "upstream", "cache", "mixed"] = "local"
     endpoints: list[str] = Field(default_factory=list)
     api_base_url: str | None = None
-    stale: bool = Field(False, description="Served from a stale cache (upstream failed).")
+    stale: bool = False
 
 
 class Envelope(WireModel):
-    """The common envelope of every successful result; tool outputs subclass it."""
+    """The common envelope of every successful result; tool outputs subclass it. Its fields
+    carry no descriptions for the reason Source gives."""
 
-    resolved: dict[str, Any] = Field(default_factory=dict, description="How input names were resolved.")
+    resolved: dict[str, Any] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     next_steps: list[NextStep] = Field(default_factory=list)
     source: Source = Field(default_factory=Source)

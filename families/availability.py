@@ -52,8 +52,8 @@ _absent_if_none = partial(operator.is_, None)
 class AvailabilityRow(WireModel):
     # One product at one site (a comment: a docstring would be repeated in the tool schema). Its
     # months are listed once, per release, in byRelease, and it names only what varies between
-    # rows: the site in product mode, the product in site mode. eco_get_product's fuller row of
-    # the same name is catalog.availability's.
+    # rows: the site in product mode, the product in site mode. eco_get_product's fuller row is
+    # catalog.availability's ProductAvailabilityRow (distinct names: one name, one shape).
 
     product_code: str | None = Field(None, exclude_if=_absent_if_none,
                                      description="Absent: the answer's productCode.")
@@ -76,13 +76,13 @@ class AvailabilityInput(ToolInput):
     site: str | None = Field(None, max_length=200, description="Site code or name.")
     site_codes: list[str] | None = Field(None, min_length=1, max_length=81,
                                          description="Product mode: only these sites (codes or names).")
-    domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="Product mode: only sites in D01-D20.")
+    domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="Product mode: only sites there.")
     product_codes: list[str] | None = Field(None, min_length=1, max_length=200,
                                             description="Site mode: only these products (codes or names).")
     release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
-    provisional: Provisional = Field("include", description="Provisional months: include, exclude or only.")
-    start_month: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM, window start.")
-    end_month: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM, window end.")
+    provisional: Provisional = Field("include", description="Provisional months.")
+    start_month: str | None = Field(None, pattern=MONTH_PATTERN, description="Window start.")
+    end_month: str | None = Field(None, pattern=MONTH_PATTERN, description="Window end.")
     format: Format | None = Field(
         None, description="Default ranges (cell mode: months).")
     limit: int = Field(100, ge=1, le=500)

@@ -56,7 +56,7 @@ class FileSummary(WireModel):
 class ListFilesInput(FileSelectors):
     product: str = Field(max_length=300)
     site_codes: Annotated[list[str], Configured("limits.max_sites_per_call", "maxItems")] = Field(
-        min_length=1, description="1-30 site codes or names.")
+        min_length=1, description="Site codes or names.")
     start_month: str = Field(pattern=MONTH_PATTERN)
     end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     package: Package = "basic"

@@ -19,8 +19,8 @@ NAME_PATTERN = r"^[_A-Za-z][_0-9A-Za-z]*$"
 
 class GraphQLInput(ToolInput):
     query: str | None = Field(None, max_length=1_000_000, description=(
-        "Read-only GraphQL query (at most limits.graphql_max_query_chars characters, depth limits.graphql_max_depth, "
-        "limits.graphql_max_aliases aliases, and an estimated limits.graphql_max_estimated_nodes values in its answer)."))
+        "Read-only GraphQL query; its length, depth, aliases and estimated answer size are bounded by the "
+        "limits.graphql_* settings."))
     introspect_type: str | None = Field(None, pattern=NAME_PATTERN, max_length=200,
                                         description="Describe one type instead of querying (e.g. Site).")
     variables: dict[str, Any] | None = None

@@ -23,7 +23,7 @@ from pydantic import Field
 from catalog import availability as av
 from catalog import checks, resolve
 from catalog.access import catalog_index, catalog_source
-from catalog.availability import AvailabilityRow
+from catalog.availability import ProductAvailabilityRow
 from catalog.checks import DOMAIN_PATTERN
 from catalog.index import STOPWORDS, CatalogIndex, ProductEntry, overlaps, words
 from catalog.months import MONTH_PATTERN, month_index
@@ -73,10 +73,10 @@ class SearchProductsInput(ToolInput):
     level: int | None = Field(None, ge=1, le=4, description="Data product level.")
     has_expanded: bool | None = Field(None, description="With (true) or without an expanded package.")
     site: str | None = Field(None, max_length=200, description="Site code or name: with data there.")
-    domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="D01-D20: with data there.")
+    domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="With data there.")
     release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
-    available_from: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM: data on or after.")
-    available_to: str | None = Field(None, pattern=MONTH_PATTERN, description="YYYY-MM: data on or before.")
+    available_from: str | None = Field(None, pattern=MONTH_PATTERN, description="Data on or after.")
+    available_to: str | None = Field(None, pattern=MONTH_PATTERN, description="Data on or before.")
     sort: Literal["relevance", "productCode", "productName"] = "relevance"
     limit: int = Field(25, ge=1, le=100)
     offset: int = Field(0, ge=0)
@@ -428,7 +428,7 @@ class GetProductOutput(Envelope):
     specs: list[SpecInfo] | None = Field(exclude_if=_absent_if_none)
     change_logs: list[ChangeLog] | None = Field(exclude_if=_absent_if_none, description="Newest first.")
     change_logs_page: Page | None = Field(exclude_if=_absent_if_none)
-    availability_rows: list[AvailabilityRow] | None = Field(exclude_if=_absent_if_none, description="A row per site.")
+    availability_rows: list[ProductAvailabilityRow] | None = Field(exclude_if=_absent_if_none, description="A row per site.")
     availability_page: Page | None = Field(exclude_if=_absent_if_none)
     biorepository_collections: list[BiorepositoryCollection] | None = Field(exclude_if=_absent_if_none)
 
@@ -472,7 +472,7 @@ async def get_product(args: GetProductInput, call: CallContext) -> GetProductOut
     return out
 
 
-def _product_steps(code: str, rows: list[AvailabilityRow] | None, change_logs_page: Page | None,
+def _product_steps(code: str, rows: list[ProductAvailabilityRow] | None, change_logs_page: Page | None,
                    availability_page: Page | None, tag: str | None, args: GetProductInput) -> list[NextStep]:
     steps = [NextStep(tool="eco_get_availability", arguments={"product": code}, why="Months of data per site.")]
     if rows:
@@ -611,7 +611,7 @@ def _change_logs(rec: upstream_models.Product, limit: int, offset: int) -> tuple
 
 
 def _availability_rows(idx: CatalogIndex, rec: upstream_models.Product, tag: str | None, limit: int,
-                       offset: int) -> tuple[list[AvailabilityRow], int]:
+                       offset: int) -> tuple[list[ProductAvailabilityRow], int]:
     rows = []
     for site, cell in sorted(_cells(rec, tag).items()):
         data = av.shape_row(cell, provisional="include", start=None, end=None, fmt="ranges")

@@ -79,7 +79,7 @@ class SiteSummary(WireModel):
 
 class SearchSitesInput(ToolInput):
     query: str | None = Field(None, max_length=300, description="Code, name words, state or domain.")
-    domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="D01-D20.")
+    domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN)
     state_code: str | None = Field(None, pattern=r"^[A-Za-z]{2}$", description="Two-letter state code.")
     site_type: Literal["CORE", "GRADIENT"] | None = None
     product: str | None = Field(None, max_length=300, description="Product code or name: sites with data.")

@@ -340,7 +340,7 @@ def _describe_steps(args: DescribeTablesInput, call: CallContext, product: str, 
 class StackTablesInput(ToolInput):
     product: str = Field(max_length=300, description="Product code or name.")
     site_codes: Annotated[list[str], Configured("limits.max_sites_per_call", "maxItems")] = Field(
-        min_length=1, description="1-30 site codes or names.")
+        min_length=1, description="Site codes or names.")
     start_month: str = Field(pattern=MONTH_PATTERN)
     end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     package: Package = "basic"

@@ -38,9 +38,15 @@ SERVER_NAME = "eco-mcp"
 INSTRUCTIONS = (
     "Read access to the NEON ecological observatory data API. Start with eco_search_products and "
     "eco_search_sites, check eco_get_availability, list files with eco_list_files (needs a token), "
-    "and cite with eco_get_citation. Every result carries resolved/notes/nextSteps/source; errors "
+    "and cite with eco_get_citation. Every result carries resolved (how input names were resolved), "
+    "notes, nextSteps (calls worth making next) and source (where the answer came from; stale: from "
+    "a stale cache because the upstream failed). A result sends every field of its outputSchema, "
+    "null when it has no value, except sections its include input leaves out and fields described "
+    "as absent or sent only in some cases. Errors "
     "carry a stable code and a hint. eco_ping reports configuration and upstream health."
 )
+# The meaning of the envelope's fields and the rule that every output field is sent are written
+# here once, not in each tool's outputSchema (mcp_gateway.schemas): every agent loads the tool list.
 MIN_5 = 5 * 60 * 1000
 HOUR = 3600 * 1000
 DAY = 24 * HOUR

@@ -12,8 +12,7 @@ TOOLS = [
         description=(
             "Citation text and BibTeX (@misc) for a data product (code or name) in a release, following NEON's "
             "data policy (CC BY 4.0), or for a prototype dataset (prototype_uuid; exactly one of the two). "
-            "release latest means the newest release with a DOI for the product; provisional=true gives the "
-            "provisional form (no DOI, may change). The DOI is cross-checked against the release record; "
+            "The DOI is cross-checked against the release record; "
             "disagreements are in notes. No upstream request for products once the catalog is warm."
         ),
         surface="discovery",

@@ -12,8 +12,8 @@ TOOLS = [
         description=(
             "A NEON document by spec_number or by its documents URL on the upstream (no other address). "
             "Default: metadata only (type, size, file name). extract_text=true reads a PDF (up to 25 MiB) in "
-            "memory: text paged by max_chars/char_offset (follow nextCharOffset) or by pages ('3', '2-5'); "
-            "pageCount and charsTotal say how much there is. product checks the document belongs to it. "
+            "memory: text paged by max_chars/char_offset (follow nextCharOffset) or by pages; "
+            "pageCount and charsTotal say how much there is. "
             "Find spec numbers with eco_get_product include=['specs']."
         ),
         surface="discovery",

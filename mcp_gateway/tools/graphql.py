@@ -15,8 +15,7 @@ TOOLS = [
             "site, filterSites, location, locationHierarchy, findLocations, prototypeDatasets, prototypeDataset, "
             "plus one __type or __schema. Queries only; the query is checked against the schema "
             "(eco://reference/graphql-schema) before sending, unknown fields are refused with didYouMean. "
-            "introspect_type describes one type instead. Never cached, no token sent. Large lists are cut "
-            "to max_bytes (see truncatedPaths). A query asking for too much (many aliases, whole catalogs with "
+            "Never cached, no token sent. A query asking for too much (many aliases, whole catalogs with "
             "nested lists) is query_too_large before sending: name the records (filterProducts, filterSites) "
             "or select less."
         ),

@@ -25,9 +25,8 @@ TOOLS = [
         title="Sample custody record",
         description=(
             "One physical sample's record: custody events, parents and children. Needs a token. Identify it "
-            "by exactly one of sample_tag (with sample_class when the tag is in several classes), sample_uuid, "
-            "barcode or archive_guid. degree 1-5 adds relatives up to that many steps away. fields keeps only "
-            "those smsKey fields in events. An ambiguous tag without a class asks which class (elicitation) "
+            "by exactly one of sample_tag (and sample_class), sample_uuid, barcode or archive_guid; degree adds "
+            "relatives. An ambiguous tag without a class asks which class (elicitation) "
             "or fails with ambiguous_input listing the candidates."
         ),
         surface="data",

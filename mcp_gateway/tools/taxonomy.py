@@ -13,7 +13,7 @@ TOOLS = [
             "NEON taxon lists: by taxon_type_code, or by rank (kingdom, phylum, division, class_, order, "
             "family, genus), not both; scientific_name matches exactly, with an unmatched 'Genus species' "
             "retried by genus (fuzzyFallbackUsed). Rows keep Darwin Core keys (dwc:scientificName, "
-            "dwc:vernacularName, ...). Continue with offset = page.nextOffset."
+            "dwc:vernacularName, ...)."
         ),
         surface="discovery",
         input_model=taxonomy.SearchTaxonomyInput,

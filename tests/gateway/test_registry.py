@@ -9,18 +9,26 @@ from __future__ import annotations
 
 import json
 import os
+import typing
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import httpx
 import jsonschema
 import pytest
+from pydantic import BaseModel
 
 from eco_core.config import ConfigError
 from mcp_gateway.registry import Registry, default_registry
 from mcp_gateway.server import build_server
 from tests.gateway.conftest import make_cfg
 from tests.gateway.fakes import echo_spec
+from tests.gateway.schema_fields import field_types
+from tests.gateway.wire import modern_request, reply
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
+SCHEMA_FIELDS = Path(__file__).parent / "schema_fields.json"
 UPDATE = "ECO_UPDATE_SNAPSHOTS"
 SCHEMA_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 META_KEYS = {"io.eco-mcp/surface", "requiresToken", "endpoints", "stdioOnly"}
@@ -56,15 +64,52 @@ def test_every_tool_declares_2020_12_schemas_that_are_themselves_valid():
             schema = tool[key]
             assert schema["$schema"] == SCHEMA_2020_12, (tool["name"], key)
             jsonschema.Draft202012Validator.check_schema(schema)
-        assert {"resolved", "notes", "nextSteps", "source"} <= set(tool["outputSchema"]["required"])
+        assert tool["outputSchema"]["type"] == "object"
+        assert {"resolved", "notes", "nextSteps", "source"} <= set(tool["outputSchema"]["properties"])
 
 
-@pytest.mark.parametrize(("tool", "field"), [("eco_get_availability", "rows"), ("eco_get_product", "availabilityRows")])
-def test_availability_rows_carry_the_type_name_the_spec_gives_them(tool, field):
-    # The two tools' rows differ in shape, but the spec names both AvailabilityRow.
-    schema = next(t["outputSchema"] for t in _listed(http=False) if t["name"] == tool)
-    assert "AvailabilityRow" in schema["$defs"]
-    assert "#/$defs/AvailabilityRow" in json.dumps(schema["properties"][field])
+def test_compacting_the_schemas_keeps_every_input_and_output_field_with_its_types():
+    # SCHEMA_FIELDS holds every field path and its JSON types as the schemas declared them before
+    # they were compacted (written once from the snapshots of that time); fields added since are
+    # free, a field or a type missing is not.
+    before = json.loads(SCHEMA_FIELDS.read_text())
+    for tool in _listed(http=False):
+        for side, key in (("input", "inputSchema"), ("output", "outputSchema")):
+            now = {path: "|".join(kinds) for path, kinds in field_types(tool[key]).items()}
+            kept = before.get(tool["name"], {}).get(side, {})
+            assert {p: now.get(p) for p in kept} == kept, (tool["name"], side)
+
+
+def test_a_type_used_once_is_written_in_place_and_a_shared_one_once_in_defs():
+    for tool in _listed(http=False):
+        for key in ("inputSchema", "outputSchema"):
+            schema = tool[key]
+            text = json.dumps(schema)
+            for name in schema.get("$defs", {}):
+                assert text.count(f'"#/$defs/{name}"') >= 2, (tool["name"], key, name)
+
+
+def _models(tp: Any, found: set[type[BaseModel]]) -> set[type[BaseModel]]:
+    if isinstance(tp, type) and issubclass(tp, BaseModel) and tp not in found:
+        found.add(tp)
+        for f in tp.model_fields.values():
+            _models(f.annotation, found)
+    for arg in typing.get_args(tp):
+        _models(arg, found)
+    return found
+
+
+def test_no_two_wire_types_share_a_name():
+    # A shared type is written in $defs under its class name: two shapes of one name would make
+    # the name mean two things across the tool list.
+    found: set[type[BaseModel]] = set()
+    for spec in default_registry().listed(http=False):
+        _models(spec.output_model, found)
+        _models(spec.input_model, found)
+    names: dict[str, list[str]] = {}
+    for model in found:
+        names.setdefault(model.__name__, []).append(f"{model.__module__}.{model.__qualname__}")
+    assert {n: sorted(m) for n, m in names.items() if len(m) > 1} == {}
 
 
 def test_every_input_property_is_snake_case():
@@ -91,6 +136,36 @@ def test_every_tool_carries_the_spec_meta_keys():
         assert tool["_meta"]["stdioOnly"] is (tool["name"] in WRITERS)
 
 
+# What an agent loads into its context on every conversation: the tool list over HTTP, with every
+# tool served there, fits TOOL_LIST_BOUND. Each tool has a share of it (bytes of its compact
+# tools/list entry, a little above its size when the share was set); the shares of the tools HTTP
+# lists add up to at most the bound, so the list fits whatever each tool does within its share. A
+# tool outgrowing its share shrinks or takes bytes from another's; a new tool needs a share, and
+# what the shares leave of the bound is the room for it. bench/bench_tool_list.py prints the sizes.
+TOOL_LIST_BOUND = 75_000
+SHARES = {
+    "eco_describe_tables": 3440, "eco_download_files": 3940, "eco_find_locations": 3510,
+    "eco_get_availability": 4430, "eco_get_citation": 2560, "eco_get_document": 2600, "eco_get_location": 4310,
+    "eco_get_product": 6100, "eco_get_prototype_dataset": 3770, "eco_get_release": 3440, "eco_get_sample": 3420,
+    "eco_get_site": 3980, "eco_graphql": 2810, "eco_list_files": 4750, "eco_list_releases": 2050,
+    "eco_list_sample_classes": 2020, "eco_ping": 2860, "eco_search_products": 3640,
+    "eco_search_prototype_datasets": 3050, "eco_search_sites": 3640, "eco_search_taxonomy": 2880,
+    "eco_stack_tables": 3630,
+}
+# Tools stdio lists alone today that are to be served over HTTP too: counted in the HTTP list.
+TO_BE_SERVED_OVER_HTTP = {"eco_stack_tables"}
+
+
+def _entry_bytes(tool: dict[str, Any]) -> int:
+    return len(json.dumps(tool, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _over_http() -> Registry:
+    """The registry with every tool HTTP is to list listed there."""
+    return Registry(replace(s, stdio_only=False) if s.name in TO_BE_SERVED_OVER_HTTP else s
+                    for s in default_registry().listed(http=False))
+
+
 def test_tools_list_is_sorted_stable_and_within_its_byte_bound():
     cfg = make_cfg()
     first, second = _listed(http=False), _listed(http=False)
@@ -99,6 +174,27 @@ def test_tools_list_is_sorted_stable_and_within_its_byte_bound():
     size = len(json.dumps({"tools": first}, separators=(",", ":")))
     assert size <= cfg.limits.tools_list_max_bytes
     assert default_registry().tools_list_bytes(http=False) == size
+    assert _over_http().tools_list_bytes(http=True) <= TOOL_LIST_BOUND
+
+
+def test_each_tool_stays_within_its_share_of_the_tool_list_and_the_shares_within_the_bound():
+    sizes = {t["name"]: _entry_bytes(t) for t in _listed(http=False)}
+    assert set(sizes) == set(SHARES), "every tool has a share of the tool list (SHARES), and only declared tools"
+    assert {n: (size, SHARES[n]) for n, size in sizes.items() if size > SHARES[n]} == {}
+    http = [s.name for s in _over_http().listed(http=True)]
+    # {"tools":[...]}: 12 bytes around the entries and a comma between each two.
+    assert sum(SHARES[n] for n in http) + 12 + len(http) - 1 <= TOOL_LIST_BOUND
+
+
+def test_the_tool_list_an_http_client_receives_fits_the_bound(http_server):
+    body, headers = modern_request("tools/list")
+    with http_server(registry=_over_http()) as srv:
+        resp = httpx.post(srv.url, json=body, headers=headers)
+    result = reply(resp)["result"]
+    names = [t["name"] for t in result["tools"]]
+    assert TO_BE_SERVED_OVER_HTTP <= set(names)
+    assert set(names) == {s.name for s in _over_http().listed(http=True)}
+    assert len(json.dumps(result, separators=(",", ":"), ensure_ascii=False).encode()) <= TOOL_LIST_BOUND
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
