@@ -298,7 +298,8 @@ def _default_include() -> list[LocationSection]:
 
 class GetLocationInput(ToolInput):
     name: str = Field(min_length=1, max_length=200, description="Case-sensitive, except site and domain codes.")
-    include: list[LocationSection] = Field(default_factory=_default_include, max_length=6)
+    include: list[LocationSection] = Field(default_factory=_default_include, max_length=6, description=(
+        "Sections besides the base record (default: properties); [] is the compact base record, all is every one."))
     location_type: str | None = Field(None, max_length=100, description="Required for REALM and domains.")
     children_limit: int = Field(50, ge=1, le=500)
     children_offset: int = Field(0, ge=0)
