@@ -144,7 +144,7 @@ async def list_files(args: ListFilesInput, call: CallContext) -> ListFilesOutput
         url_expires_at=_iso(min(expiries)) if expiries else None, urls_elided=elided,
         curl_hint=curl_hint(files[0] if files else None), page=pg,
         resolved=resolved, notes=notes,
-        next_steps=_steps(args, query.product, matching, pg, cfg.downloads, stdio=call.transport == "stdio"),
+        next_steps=_steps(args, query.product, matching, pg, cfg.downloads, notes, stdio=call.transport == "stdio"),
         source=Source(origin="upstream", api_base_url=cfg.eco.base_url))
 
 
@@ -166,7 +166,7 @@ def _provisional_only(idx: CatalogIndex, query: ListingQuery, listing: Listing,
 
 
 def _steps(args: ListFilesInput, product: str, matching: list[FileRecord], pg: Page | None,
-           caps: Downloads, *, stdio: bool) -> list[NextStep]:
+           caps: Downloads, notes: list[str], *, stdio: bool) -> list[NextStep]:
     steps: list[NextStep] = []
     if matching:
         # HTTP neither lists nor runs the download tool: there the signed URLs are the download.
@@ -174,6 +174,10 @@ def _steps(args: ListFilesInput, product: str, matching: list[FileRecord], pg: P
             step = _download_step(args, matching, caps)
             if step is not None:
                 steps.append(step)
+            else:
+                notes.append(f"No download is suggested: one site-month here is above one download's caps "
+                             f"({caps.max_files_per_call} files, {caps.max_bytes_per_call} bytes, "
+                             f"{caps.max_file_bytes} bytes a file); narrow with kind, table, hor, ver or name_contains.")
         steps.append(NextStep(tool="eco_get_citation", arguments={"product": product}, why="How to cite the data."))
     if pg is not None and pg.next_offset is not None:
         more = args.model_dump(exclude_defaults=True)

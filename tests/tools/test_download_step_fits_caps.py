@@ -1,7 +1,8 @@
 """The download eco_list_files suggests is one the download tool takes: through the SDK's real
 client over a stdio subprocess (the only transport that lists eco_download_files), a listing of
 more files than one download may hold suggests the first site's first months that fit, says so,
-and that call, followed as given, downloads them."""
+and that call, followed as given, downloads them; when not even one site-month fits, no download
+is suggested and a note says how to narrow."""
 
 # ruff: noqa: F811  (pytest fixtures imported from other conftest modules are parameters here)
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests.downloads.conftest import call_tool, dl_dir, sim_token  # noqa: F401  (fixtures)
 from tests.gateway.conftest import PYTHON, REPO, stdio_env  # noqa: F401  (fixtures)
 
 SOIL = "DP1.00041.001"  # a sensor product: a few dozen files per site-month
@@ -39,3 +41,15 @@ async def test_a_listing_above_the_download_cap_suggests_a_narrower_download_tha
         assert not done.is_error, done.structured_content
         got = done.structured_content
         assert 0 < got["requested"] <= MAX_FILES and f"first {got['requested']} of these {total} files" in step["why"]
+
+
+async def test_when_not_even_one_site_month_fits_no_download_is_suggested_and_a_note_says_how_to_narrow(call_tool):
+    selection = {"product": SOIL, "site_codes": ["HARV"], "start_month": "2020-06", "detail": "summary"}
+    body = (await call_tool("eco_list_files", selection, downloads__max_files_per_call=2)).ok
+    assert body["summary"]["files"] > 2
+    assert not [s for s in body["nextSteps"] if s["tool"] == "eco_download_files"]
+    assert any("narrow with kind, table" in n for n in body["notes"]), body["notes"]
+    narrowed = (await call_tool("eco_list_files", {**selection, "name_contains": "readme"},
+                                downloads__max_files_per_call=2)).ok
+    [step] = [s for s in narrowed["nextSteps"] if s["tool"] == "eco_download_files"]
+    assert step["arguments"]["name_contains"] == "readme"
