@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from catalog.location_trees import Runner, StoredTrees, stored_trees
 from catalog.models import LocationRow
+from catalog.suggest import nearest
 from eco_core.config import get_config
 from eco_core.errors import EcoError
 
@@ -36,18 +37,14 @@ class LocationCatalog:
     sites: dict[str, CatalogLocation]
     domains: dict[str, CatalogLocation]
     trees: StoredTrees | None = None  # the stored site subtrees, when they may be served
+    # Why the catalog could not be had (its rows are then empty): what needs the rows raises it.
+    unavailable: EcoError | None = None
 
     def suggestions(self, text: str) -> list[str]:
-        """Up to five "NAME description" of the sites and domains nearest to `text`."""
-        from rapidfuzz import fuzz, process
-
-        choices = {c.name: f"{c.name} {c.description}" for c in (*self.sites.values(), *self.domains.values())}
-        # A mistyped code is nearest to a code; a name's words to a description.
-        codes = process.extract(text.upper(), {k: k for k in choices}, scorer=fuzz.ratio, score_cutoff=70, limit=5)
-        found = [k for _, _, k in codes]
-        found += [k for _, _, k in process.extract(text, choices, scorer=fuzz.WRatio, score_cutoff=60, limit=5)
-                  if k not in found]
-        return [choices[k] for k in found[:5]]
+        """Up to five names of the sites and domains nearest to `text` (by name, then description):
+        names a location argument accepts as they stand."""
+        described = {c.name: c.description for c in (*self.sites.values(), *self.domains.values())}
+        return nearest(text, described)
 
 
 def location_catalog(run: Runner | None = None) -> LocationCatalog:

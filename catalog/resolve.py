@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalog.index import CatalogIndex, ReleaseEntry, get_index, words
+from catalog.suggest import nearest
 from eco_core.errors import EcoError
 
 FULL_CODE = re.compile(r"^DP[1-4]\.\d{5}\.\d{3}$")
@@ -77,13 +78,6 @@ def _text(field: str, text: str | None) -> str:
     return str(text).strip()
 
 
-def _suggest(query: str, choices: dict[str, str]) -> list[str]:
-    from rapidfuzz import fuzz, process
-
-    hits = process.extract(query, choices, scorer=fuzz.WRatio, score_cutoff=60, limit=5)
-    return [key for _, _, key in hits]
-
-
 def resolve_product(text: str | None, *, index: CatalogIndex | None = None, field: str = "product") -> ResolvedProduct:
     raw = _text(field, text)
     idx = index or get_index()
@@ -92,7 +86,7 @@ def resolve_product(text: str | None, *, index: CatalogIndex | None = None, fiel
         p = idx.by_code.get(upper)
         if p is None:
             raise EcoError("not_found", f"{field}: no product with code {upper}",
-                           details={"didYouMean": _suggest(upper, {q.code: q.code for q in idx.products})})
+                           details=_near_products(upper, idx))
         return ResolvedProduct(p.code, p.name, raw, "code")
     if BASE_CODE.match(upper):
         found = [p for p in idx.products if p.base_code == upper]
@@ -101,7 +95,7 @@ def resolve_product(text: str | None, *, index: CatalogIndex | None = None, fiel
         if found:
             raise _ambiguous(field, raw, [{"productCode": p.code, "productName": p.name} for p in found])
         raise EcoError("not_found", f"{field}: no product with code {upper}.*",
-                       details={"didYouMean": _suggest(upper, {q.code: q.code for q in idx.products})})
+                       details=_near_products(upper, idx))
     wanted = _norm(raw)
     exact = [p for p in idx.products if _norm(p.name) == wanted]
     if len(exact) == 1:
@@ -111,9 +105,14 @@ def resolve_product(text: str | None, *, index: CatalogIndex | None = None, fiel
         return ResolvedProduct(partial[0].code, partial[0].name, raw, "partial_name")
     if partial:
         raise _ambiguous(field, raw, [{"productCode": p.code, "productName": p.name} for p in partial])
+    raise EcoError("not_found", f"{field}: no product named {raw!r}", details=_near_products(raw, idx))
+
+
+def _near_products(text: str, idx: CatalogIndex) -> dict[str, Any]:
+    """didYouMean: product codes (what every product argument accepts), with their names alongside."""
     names = {p.code: p.name for p in idx.products}
-    suggestions = [f"{c} {names[c]}" for c in _suggest(raw, names)]
-    raise EcoError("not_found", f"{field}: no product named {raw!r}", details={"didYouMean": suggestions})
+    codes = nearest(text, names)
+    return {"didYouMean": codes, "nearest": [{"productCode": c, "productName": names[c]} for c in codes]}
 
 
 def _site_name(name: str) -> str:
@@ -138,16 +137,11 @@ def resolve_site(text: str | None, *, index: CatalogIndex | None = None, field: 
         return ResolvedSite(partial[0].code, partial[0].name, raw, "partial_name")
     if partial:
         raise _ambiguous(field, raw, [{"siteCode": s.code, "siteName": s.name} for s in partial])
-    choices = {s.code: f"{s.code} {s.name}" for s in idx.sites}
-    keys = _suggest(raw, choices)
-    if SITE_CODE.match(upper):
-        from rapidfuzz import fuzz, process
-
-        near = process.extract(upper, {c: c for c in choices}, scorer=fuzz.ratio, score_cutoff=70, limit=5)
-        keys = [k for _, _, k in near] + [k for k in keys if k not in {n[2] for n in near}]
-    suggestions = [choices[c] for c in keys[:5]]
+    names = {s.code: s.name for s in idx.sites}
+    codes = nearest(raw, names)
     what = f"code {upper}" if SITE_CODE.match(upper) else f"name {raw!r}"
-    raise EcoError("not_found", f"{field}: no field site with {what}", details={"didYouMean": suggestions})
+    raise EcoError("not_found", f"{field}: no field site with {what}", details={
+        "didYouMean": codes, "nearest": [{"siteCode": c, "siteName": names[c]} for c in codes]})
 
 
 def resolve_release(text: str | None, *, index: CatalogIndex | None = None, field: str = "release") -> ResolvedRelease:

@@ -83,6 +83,8 @@ class Listing:
     external_data: list[ExternalData] = field(default_factory=list)
     # (site, month) -> release, for every site-month the upstream answered with data.
     site_months: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Site-months the upstream answered with provisional data only, left out on request.
+    provisional_only: set[tuple[str, str]] = field(default_factory=set)
 
 
 def _package_of(f: um.DataFile) -> str | None:
@@ -111,6 +113,8 @@ async def list_site_months(client: UpstreamClient, cfg: EcoConfig, query: Listin
         site, month = query.sites[0], query.start
         got = await client.data_listing(query.product, site, month, package=query.package, release=query.release)
         rel = got.release or query.release or PROVISIONAL
+        if got.files and rel == PROVISIONAL and not query.include_provisional:
+            out.provisional_only.add((site, month))
         if not got.files or (rel == PROVISIONAL and not query.include_provisional):
             return out
         out.site_months[(site, month)] = rel
@@ -126,6 +130,7 @@ async def list_site_months(client: UpstreamClient, cfg: EcoConfig, query: Listin
         result = await client.data_query(body)
         for block in result.releases:
             if block.release == PROVISIONAL and not query.include_provisional:
+                out.provisional_only.update((pkg.site_code, pkg.month) for pkg in block.packages)
                 continue
             for pkg in block.packages:
                 out.site_months[(pkg.site_code, pkg.month)] = block.release

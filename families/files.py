@@ -17,11 +17,13 @@ from pydantic import Field
 from catalog.access import catalog_index
 from catalog.availability import Window
 from catalog.checks import bad
-from catalog.months import MONTH_PATTERN
+from catalog.index import CatalogIndex
+from catalog.months import MONTH_PATTERN, month_index
 from catalog.resolve import PROVISIONAL
-from downloads.files import ExternalData, FileRecord, Listing, Package, PackageLink, list_site_months
+from downloads.files import ExternalData, FileRecord, Listing, ListingQuery, Package, PackageLink, list_site_months
 from downloads.selection import FileSelectors, select
 from eco_core.bounds import Configured
+from eco_core.config import Downloads
 from eco_core.errors import EcoError
 from eco_core.paging import DefaultLimit
 from eco_core.wire import Envelope, NextStep, Page, Source, WireModel, page
@@ -121,7 +123,13 @@ async def list_files(args: ListFilesInput, call: CallContext) -> ListFilesOutput
         all_rows = _site_month_rows(matching, listing)
         rows = all_rows[args.offset:args.offset + args.limit]
         pg = page(args.offset, args.limit, len(rows), len(all_rows))
-    missing = [f"{s} {m}" for s in query.sites for m in query.month_list if (s, m) not in listing.site_months]
+    absent = [(s, m) for s in query.sites for m in query.month_list if (s, m) not in listing.site_months]
+    provisional = _provisional_only(idx, query, listing, absent)
+    if provisional:
+        shown = [f"{s} {m}" for s, m in provisional]
+        notes.append("Only provisional data (left out: include_provisional is false) for: "
+                     + (", ".join(shown) if len(shown) <= 12 else f"{len(shown)} site-months") + ".")
+    missing = [f"{s} {m}" for s, m in absent if (s, m) not in set(provisional)]
     if missing and len(missing) <= 12:
         notes.append(f"No data for: {', '.join(missing)}.")
     elif missing:
@@ -135,26 +143,79 @@ async def list_files(args: ListFilesInput, call: CallContext) -> ListFilesOutput
         site_months=rows, files=files, packages=listing.packages, external_data=listing.external_data,
         url_expires_at=_iso(min(expiries)) if expiries else None, urls_elided=elided,
         curl_hint=curl_hint(files[0] if files else None), page=pg,
-        resolved=resolved, notes=notes, next_steps=_steps(args, query.product, summary.files, pg, stdio=call.transport == "stdio"),
+        resolved=resolved, notes=notes,
+        next_steps=_steps(args, query.product, matching, pg, cfg.downloads, notes, stdio=call.transport == "stdio"),
         source=Source(origin="upstream", api_base_url=cfg.eco.base_url))
 
 
-def _steps(args: ListFilesInput, product: str, found: int, pg: Page | None, *, stdio: bool) -> list[NextStep]:
+def _provisional_only(idx: CatalogIndex, query: ListingQuery, listing: Listing,
+                      absent: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The site-months of `absent` that hold only provisional data (left out because
+    include_provisional is false): as the upstream answered, else as the availability catalog says."""
+    if query.include_provisional or query.release is not None:
+        return []
+    entry = idx.by_code.get(query.product)
+    out = []
+    for site, month in absent:
+        cell = entry.cells.get(site) if entry is not None else None
+        spans = cell.by_release.get(PROVISIONAL, ()) if cell is not None else ()
+        k = month_index(month)
+        if (site, month) in listing.provisional_only or any(a <= k <= b for a, b in spans):
+            out.append((site, month))
+    return out
+
+
+def _steps(args: ListFilesInput, product: str, matching: list[FileRecord], pg: Page | None,
+           caps: Downloads, notes: list[str], *, stdio: bool) -> list[NextStep]:
     steps: list[NextStep] = []
-    if found:
+    if matching:
         # HTTP neither lists nor runs the download tool: there the signed URLs are the download.
         if stdio:
-            sel = args.model_dump(exclude_defaults=True, exclude={"detail", "include_urls", "limit", "offset", "filename"})
-            if args.filename:
-                sel["name_contains"] = args.filename  # the download tool selects one file by its name
-            steps.append(NextStep(tool="eco_download_files", arguments=sel,
-                                  why=f"Download these {found} files, MD5-verified."))
+            step = _download_step(args, matching, caps)
+            if step is not None:
+                steps.append(step)
+            else:
+                notes.append(f"No download is suggested: one site-month here is above one download's caps "
+                             f"({caps.max_files_per_call} files, {caps.max_bytes_per_call} bytes, "
+                             f"{caps.max_file_bytes} bytes a file); narrow with kind, table, hor, ver or name_contains.")
         steps.append(NextStep(tool="eco_get_citation", arguments={"product": product}, why="How to cite the data."))
     if pg is not None and pg.next_offset is not None:
         more = args.model_dump(exclude_defaults=True)
         steps.append(NextStep(tool="eco_list_files", arguments={**more, "offset": pg.next_offset},
                               why="The next page."))
     return steps
+
+
+def _download_step(args: ListFilesInput, matching: list[FileRecord], caps: Downloads) -> NextStep | None:
+    """The download of this selection when it fits one download call's caps; else of the first
+    site's first months that fit (the rest is the same call over the next months and sites);
+    None when not even one site-month fits."""
+    sel = args.model_dump(exclude_defaults=True, exclude={"detail", "include_urls", "limit", "offset", "filename"})
+    if args.filename:
+        sel["name_contains"] = args.filename  # the download tool selects one file by its name
+
+    def fits(files: list[FileRecord]) -> bool:
+        return (len(files) <= caps.max_files_per_call and sum(f.size for f in files) <= caps.max_bytes_per_call
+                and all(f.size <= caps.max_file_bytes for f in files))
+
+    if fits(matching):
+        return NextStep(tool="eco_download_files", arguments=sel,
+                        why=f"Download these {len(matching)} files, MD5-verified.")
+    site = matching[0].site_code  # files come ordered by site, month and name
+    months_of_site = list(dict.fromkeys(f.month for f in matching if f.site_code == site))
+    taken: list[str] = []
+    for month in months_of_site:
+        if not fits([f for f in matching if f.site_code == site and f.month in {*taken, month}]):
+            break
+        taken.append(month)
+    if not taken:
+        return None
+    part = [f for f in matching if f.site_code == site and f.month in taken]
+    sel.update(site_codes=[site], start_month=taken[0], end_month=taken[-1])
+    return NextStep(tool="eco_download_files", arguments=sel, why=(
+        f"Download the first {len(part)} of these {len(matching)} files ({site}, {taken[0]} to {taken[-1]}), "
+        f"MD5-verified: one download takes at most {caps.max_files_per_call} files and "
+        f"{caps.max_bytes_per_call} bytes; call it again with the next months and sites for the rest."))
 
 
 def _site_month_rows(files: list[FileRecord], listing: Listing) -> list[SiteMonthRow]:

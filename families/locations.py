@@ -153,24 +153,26 @@ async def find_locations(args: FindLocationsInput, call: CallContext) -> FindLoc
     if (args.latitude is None) != (args.longitude is None):
         raise checks.bad("longitude" if args.latitude is not None else "latitude",
                          "latitude and longitude go together")
-    catalog = await location_catalog(cfg, client)
+    catalog = await _catalog(cfg, client)
     ltype = _stripped(args.location_type)
-    notes: list[str] = []
+    notes: list[str] = _catalog_notes(catalog)
     resolved: dict[str, Any] = {}
     roots: list[LocationRoot] = []
     nodes: list[Node] = []
     walk: list[str] = []
     if args.site_codes is not None:
         for code in args.site_codes:
-            if code.strip().upper() not in catalog.sites:
-                raise _unknown_name("site_codes", code, catalog)
+            if catalog.unavailable is None and code.strip().upper() not in catalog.sites:
+                raise await _unknown_name("site_codes", code, catalog, client)
         walk = list(dict.fromkeys(c.strip().upper() for c in args.site_codes))
     else:
         name = _canonical_name(args.root or REALM, catalog)
         resolved["root"] = {"input": args.root or None, "locationName": name}
-        if name == REALM or name in catalog.domains:
+        if _needs_rows(name, catalog):
             if ltype is None:
                 raise checks.bad("location_type", f"required under {name} (for example SITE, TOWER, 'OS Plot - mam')")
+            if catalog.unavailable is not None:
+                raise catalog.unavailable
             key = type_key(ltype)
             if key in ("site", "domain"):
                 nodes = _catalog_rows(catalog, name, key)
@@ -296,7 +298,8 @@ def _default_include() -> list[LocationSection]:
 
 class GetLocationInput(ToolInput):
     name: str = Field(min_length=1, max_length=200, description="Case-sensitive, except site and domain codes.")
-    include: list[LocationSection] = Field(default_factory=_default_include, max_length=6)
+    include: list[LocationSection] = Field(default_factory=_default_include, max_length=6, description=(
+        "Sections besides the base record (default: properties); [] is the compact base record, all is every one."))
     location_type: str | None = Field(None, max_length=100, description="Required for REALM and domains.")
     children_limit: int = Field(50, ge=1, le=500)
     children_offset: int = Field(0, ge=0)
@@ -345,11 +348,12 @@ async def get_location(args: GetLocationInput, call: CallContext) -> GetLocation
     cfg, client = call.cfg, call.client
     if not args.name.strip():
         raise checks.bad("name", "must not be empty")
-    catalog = await location_catalog(cfg, client)
-    wanted = set(SECTIONS) if "all" in args.include else set(args.include or ["properties"])
+    catalog = await _catalog(cfg, client)
+    # Absent, include is the default section (properties); empty, the compact base record.
+    wanted = set(SECTIONS) if "all" in args.include else set(args.include)
     canon = _canonical_name(args.name, catalog)
     ltype = _stripped(args.location_type)
-    notes: list[str] = []
+    notes: list[str] = _catalog_notes(catalog)
     found = None
     if catalog.trees is not None and canon != REALM and canon not in catalog.domains:
         found = await catalog.trees.find(canon, record=True)
@@ -405,19 +409,27 @@ async def get_location(args: GetLocationInput, call: CallContext) -> GetLocation
         children_page=children_page, hierarchy_nodes_scanned=scanned, location_history=history,
         history_truncated=truncated,
         resolved={"name": {"input": args.name, "locationName": canon}}, notes=notes,
-        next_steps=_location_steps(loc, children, children_page, args),
+        next_steps=_location_steps(loc, children, children_page, args, typed=_needs_rows(canon, catalog)),
         source=Source(origin=_origin(from_upstream, from_catalog), endpoints=[ENDPOINT] if from_upstream else [],
                       api_base_url=cfg.eco.base_url))
 
 
 def _location_steps(loc: m.Location, children: list[LocationSummary] | None, children_page: Page | None,
-                    args: GetLocationInput) -> list[NextStep]:
+                    args: GetLocationInput, *, typed: bool) -> list[NextStep]:
+    """`typed`: the name is REALM or a domain, whose children are asked for by type."""
     steps: list[NextStep] = []
     if children:
         steps.extend(_item_steps(children[0])[:1])
     elif children is None and loc.location_type != "CONFIG":
-        steps.append(NextStep(tool="eco_get_location", arguments={"name": loc.location_name, "include": ["children"]},
-                              why="What this location holds, by type."))
+        if typed:
+            kind = _stripped(args.location_type) or "SITE"
+            steps.append(NextStep(tool="eco_get_location",
+                                  arguments={"name": loc.location_name, "include": ["children"], "location_type": kind},
+                                  why=f"The {kind} locations under {loc.location_name} (children need a type here)."))
+        else:
+            steps.append(NextStep(tool="eco_get_location",
+                                  arguments={"name": loc.location_name, "include": ["children"]},
+                                  why="What this location holds, by type."))
     if (loc.location_type or "").upper() in SENSOR_TYPES and loc.site_code:
         steps.append(NextStep(tool="eco_search_products", arguments={"site": loc.site_code},
                               why=f"Products measured at {loc.site_code}."))
@@ -456,9 +468,11 @@ async def _below(client: UpstreamClient, catalog: LocationCatalog, name: str, lt
                  max_depth: int, site: str | None) -> _Below:
     """The parent chain and the nodes below `name`: from the catalog when it holds them (`site`:
     the stored site holding `name`), else from one (cached) hierarchy=true request."""
-    if name == REALM or name in catalog.domains:
+    if _needs_rows(name, catalog):
         if ltype is None:
             raise checks.bad("location_type", f"required for {name} with hierarchy or children")
+        if catalog.unavailable is not None:
+            raise catalog.unavailable
         chain = [] if name == REALM else [REALM_REF]
         key = type_key(ltype)
         if key in ("site", "domain") and (name == REALM or key == "site"):
@@ -507,22 +521,67 @@ def _stripped(location_type: str | None) -> str | None:
     return location_type.strip() if location_type and location_type.strip() else None
 
 
+async def _catalog(cfg: Any, client: UpstreamClient) -> LocationCatalog:
+    """The location catalog; when it cannot be had, an empty one that says why (`unavailable`):
+    one named location is NEON's own record and tree, which need no catalog; only REALM and
+    the domains (their rows) do, and they raise that error."""
+    try:
+        return await location_catalog(cfg, client)
+    except EcoError as exc:
+        if exc.code != "catalog_unavailable":
+            raise
+        return LocationCatalog(sites={}, domains={}, unavailable=exc)
+
+
+def _catalog_notes(catalog: LocationCatalog) -> list[str]:
+    if catalog.unavailable is None:
+        return []
+    return [f"The location catalog is unavailable ({catalog.unavailable.message}); answered from the upstream."]
+
+
+def _needs_rows(name: str, catalog: LocationCatalog) -> bool:
+    """REALM or a domain: below them the catalog's rows answer, and a type is required."""
+    return name == REALM or name in catalog.domains or (catalog.unavailable is not None and bool(DOMAIN_CODE.match(name)))
+
+
 def _canonical_name(name: str, catalog: LocationCatalog) -> str:
-    """Four-letter site codes and domain codes are upper-cased; every other name is case-sensitive."""
+    """Four-letter site codes and domain codes are upper-cased; every other name is case-sensitive.
+    Without the catalog every four-letter name is taken for a site code (NEON's only ones)."""
     text = name.strip()
-    if SITE_CODE.match(text) and text.upper() in catalog.sites:
+    if SITE_CODE.match(text) and (text.upper() in catalog.sites or catalog.unavailable is not None):
         return text.upper()
     if DOMAIN_CODE.match(text):
         return text.upper()
     return text
 
 
-def _unknown_name(field_name: str, name: str, catalog: LocationCatalog) -> EcoError:
+async def _unknown_name(field_name: str, name: str, catalog: LocationCatalog, client: UpstreamClient) -> EcoError:
+    """not_found, suggesting only names that exist: the upper-cased name when NEON has it (one
+    cached request, asked only for a name with lower-case letters), then the nearest sites and domains."""
+    near = catalog.suggestions(name)
     hint = None
-    if name != name.upper() and not SITE_CODE.match(name):
-        hint = f"Location names are case-sensitive (only site and domain codes are upper-cased); check {name.upper()!r}."
+    upper = name.strip().upper()
+    if upper != name.strip():
+        hint = "Location names are case-sensitive (only site and domain codes are upper-cased)"
+        if await _exists(client, catalog, upper):
+            near = [upper, *(n for n in near if n != upper)][:5]
+            hint += f"; {upper!r} exists."
+        else:
+            hint += "; see details.didYouMean." if near else "."
     return EcoError("not_found", f"{field_name}: no location named {name!r}",
-                    details={"didYouMean": catalog.suggestions(name) or None}, hint=hint)
+                    details={"didYouMean": near}, hint=hint)
+
+
+async def _exists(client: UpstreamClient, catalog: LocationCatalog, name: str) -> bool:
+    if name in catalog.sites or name in catalog.domains or name == REALM:
+        return True
+    if catalog.trees is not None and await catalog.trees.find(name) is not None:
+        return True
+    try:
+        await client.location(name)
+    except EcoError:
+        return False
+    return True
 
 
 async def _location(client: UpstreamClient, name: str, field_name: str, catalog: LocationCatalog,
@@ -531,7 +590,7 @@ async def _location(client: UpstreamClient, name: str, field_name: str, catalog:
         return await client.location(name, **kw)
     except EcoError as exc:
         if exc.code == "not_found":
-            raise _unknown_name(field_name, name, catalog) from None
+            raise await _unknown_name(field_name, name, catalog, client) from None
         raise
 
 
@@ -569,6 +628,12 @@ def _item_steps(item: LocationSummary) -> list[NextStep]:
                          why=f"What {item.location_name} contains (typesAvailable)."),
                 NextStep(tool="eco_get_site", arguments={"site": item.location_name},
                          why="Products with data at this site.")]
+    if kind == "DOMAIN":
+        # Below a domain, children are asked for by type: its sites come from the catalog.
+        return [NextStep(tool="eco_get_location", arguments={"name": item.location_name,
+                                                             "include": ["hierarchy", "children"],
+                                                             "location_type": "SITE"},
+                         why=f"{item.location_name}: its sites.")]
     steps = [NextStep(tool="eco_get_location", arguments={"name": item.location_name,
                                                          "include": ["hierarchy", "children"]},
                       why=f"{item.location_name}: parents up to REALM and what it holds.")]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -222,21 +223,19 @@ def _search(idx: CatalogIndex, args: SearchProductsInput, status: str | None, do
 
     team, level, has_expanded = args.science_team, args.level, args.has_expanded
     theme = args.theme.strip().lower() if args.theme else None
+
+    def kept(p: ProductEntry) -> bool:
+        """Whether the filters other than the query text keep `p`."""
+        return ((st == "ALL" or p.status == st) and (not team or p.team_abbr == team)
+                and (level is None or p.level == level) and (has_expanded is None or p.has_expanded == has_expanded)
+                and (not theme or any(t.lower().startswith(theme) for t in p.themes))
+                and _available(p, site_code, domain_sites, rel, window, wlo, whi))
+
     hits: list[ProductHit] = []
     # A text query names its candidates: only they are filtered (positions keep the index order).
     for pos in sorted(scored) if scored is not None else range(len(idx.products)):
         p = idx.products[pos]
-        if st != "ALL" and p.status != st:
-            continue
-        if team and p.team_abbr != team:
-            continue
-        if level is not None and p.level != level:
-            continue
-        if has_expanded is not None and p.has_expanded != has_expanded:
-            continue
-        if theme and not any(t.lower().startswith(theme) for t in p.themes):
-            continue
-        if not _available(p, site_code, domain_sites, rel, window, wlo, whi):
+        if not kept(p):
             continue
         score, fields = scored[pos] if scored is not None else (0.0, set())
         hits.append(ProductHit(p, round(score, 3), sorted(fields)))
@@ -253,7 +252,7 @@ def _search(idx: CatalogIndex, args: SearchProductsInput, status: str | None, do
         "levels": dict(Counter(str(h.product.level) for h in hits)),
         "statuses": dict(Counter(h.product.status for h in hits)),
     }
-    did_you_mean = _suggest(idx, q, qwords) if not hits and q and not code_match else None
+    did_you_mean = _suggest(idx, q, qwords, kept) if not hits and q and not code_match else None
     return Found(hits=hits, facets=facets, did_you_mean=did_you_mean, resolved=resolved)
 
 
@@ -276,7 +275,9 @@ def _match_words(idx: CatalogIndex, qwords: list[str]) -> dict[int, tuple[float,
     return result
 
 
-def _suggest(idx: CatalogIndex, query: str, qwords: list[str]) -> list[str]:
+def _suggest(idx: CatalogIndex, query: str, qwords: list[str], kept: Callable[[ProductEntry], bool]) -> list[str]:
+    """Queries that find something under the same filters (`kept`): the query with each word
+    spelt as the index knows it, then names of the products nearest to it."""
     from rapidfuzz import fuzz, process
 
     out: list[str] = []
@@ -285,13 +286,16 @@ def _suggest(idx: CatalogIndex, query: str, qwords: list[str]) -> list[str]:
         alts = idx.product_tokens_for(w)
         fixed.append(max(alts, key=lambda t: t[1])[0] if alts else None)
     if fixed and all(fixed) and fixed != qwords:
-        out.append(" ".join(f for f in fixed if f))
+        found = _match_words(idx, [f for f in fixed if f]) or {}
+        if any(kept(idx.products[pos]) for pos in found):
+            out.append(" ".join(f for f in fixed if f))
     # Names worth a fuzzy score: those of products holding a word of the query (as the index
     # reads it: exact, plural, prefix or near spelling). A zero-hit query scoring every name cost
     # more than the rest of its search; a name sharing no word with the query is scored only when
     # no product shares one.
-    near = sorted({pos for w in qwords for tok, _ in idx.product_tokens_for(w) for pos in idx.postings[tok]})
-    names = [idx.products[pos].name for pos in near] if near else [p.name for p in idx.products]
+    near = sorted({pos for w in qwords for tok, _ in idx.product_tokens_for(w) for pos in idx.postings[tok]
+                   if kept(idx.products[pos])})
+    names = [idx.products[pos].name for pos in near] if near else [p.name for p in idx.products if kept(p)]
     for name, _score, _ in process.extract(query, names, scorer=fuzz.WRatio, score_cutoff=60, limit=5):
         if name not in out:
             out.append(name)

@@ -21,6 +21,7 @@ from catalog.checks import DOMAIN_PATTERN
 from catalog.index import STOPWORDS, CatalogIndex, SiteEntry, words
 from catalog.search_common import Found, KeptSearches
 from catalog.sites import haversine_km
+from catalog.suggest import nearest
 from catalog.text import clip
 from eco_core.errors import EcoError
 from eco_core.memo import memos
@@ -209,46 +210,46 @@ def _search(idx: CatalogIndex, args: SearchSitesInput, domain: str | None, state
     per_word = [_words_of(idx).matches(w) for w in qwords]
     stype, latitude, longitude = args.site_type, args.latitude, args.longitude
 
+
+    def kept(s: SiteEntry) -> bool:
+        """Whether the filters other than the query text and the distance keep `s`."""
+        if (domain and s.domain_code != domain) or (state and s.state_code != state) or (stype and s.site_type != stype):
+            return False
+        if prod is not None:
+            return s.code in (prod.sites_in_release.get(rel, ()) if rel is not None else prod.sites)
+        return rel is None or rel in s.releases
+
+    def near(s: SiteEntry) -> float | None:
+        """The distance to the search's point, or None without one; inf outside radius_km."""
+        if latitude is None or longitude is None:  # both or neither (find_sites)
+            return None
+        dist = haversine_km(latitude, longitude, s.latitude, s.longitude)
+        return float("inf") if dist > args.radius_km else dist
+
     hits: list[SiteHit] = []
     # Query words name their candidates (the sites every word matches): only they are filtered.
     positions = sorted(set(per_word[0]).intersection(*per_word[1:])) if per_word else range(len(idx.sites))
     for pos in positions:
         s = idx.sites[pos]
-        if domain and s.domain_code != domain:
-            continue
-        if state and s.state_code != state:
-            continue
-        if stype and s.site_type != stype:
-            continue
-        if prod is not None:
-            if rel is not None and s.code not in prod.sites_in_release.get(rel, ()):
-                continue
-            if rel is None and s.code not in prod.sites:
-                continue
-        elif rel is not None and rel not in s.releases:
+        if not kept(s):
             continue
         score, fields = 0.0, set()
         if per_word:
             found = [m[pos] for m in per_word]
             score = sum(m[0] for m in found)
             fields = {m[1] for m in found}
-        dist = None
-        if latitude is not None and longitude is not None:  # both or neither (find_sites)
-            dist = haversine_km(latitude, longitude, s.latitude, s.longitude)
-            if dist > args.radius_km:
-                continue
-            dist = round(dist, 1)
-        hits.append(SiteHit(s, round(score, 3), sorted(fields), dist))
+        dist = near(s)
+        if dist is not None and dist == float("inf"):
+            continue
+        hits.append(SiteHit(s, round(score, 3), sorted(fields), round(dist, 1) if dist is not None else None))
     if latitude is not None:
         hits.sort(key=lambda h: (h.distance_km, h.site.code))
     elif qwords:
         hits.sort(key=lambda h: (-h.score, h.site.code))
     did_you_mean = None
     if not hits and query:
-        from rapidfuzz import fuzz, process
-
-        choices = {s.code: f"{s.code} {s.name}" for s in idx.sites}
-        did_you_mean = [c for _, _, c in process.extract(query, choices, scorer=fuzz.WRatio, score_cutoff=60, limit=5)]
+        # Site codes the same search keeps: fed back as the query, each finds its site.
+        did_you_mean = nearest(query, {s.code: s.name for s in idx.sites if kept(s) and near(s) != float("inf")})
     return Found(hits=hits, facets=_facets(hits), did_you_mean=did_you_mean, resolved=resolved)
 
 

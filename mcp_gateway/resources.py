@@ -130,9 +130,9 @@ def _read_error(uri: str, err: dict[str, Any]) -> MCPError:
     details = err.get("details") or {}
     if code in ("not_found", "invalid_argument", "ambiguous_input"):
         near = details.get("didYouMean") or details.get("validReleases") or details.get("candidates") or []
-        # The tools suggest "CODE Name"; a template variable takes the code alone.
-        near = [(c if isinstance(c, str) else str(c.get("code") or c.get("productCode") or c.get("siteCode") or c))
-                .split(" ", 1)[0] for c in near]
+        # A template variable takes a code: suggestions are codes already, candidates objects holding one.
+        near = [c if isinstance(c, str) else str(c.get("code") or c.get("productCode") or c.get("siteCode") or c)
+                for c in near]
         return MCPError(code=INVALID_PARAMS, message=err.get("message", f"Unknown resource: {uri}"),
                         data={"code": code, "uri": uri, "didYouMean": near[:10]})
     return MCPError(code=INTERNAL_ERROR, message=err.get("message", "the read failed"),

@@ -84,6 +84,15 @@ def unreachable_hint(host: str) -> str:
             "Offline, `python manage.py eco_demo` serves the bundled NEON simulator instead.")
 
 
+def failure_hint(host: str, cause: str | None) -> str:
+    """The hint of a build that failed with `cause` ("code: message"): unreachable_hint when the
+    upstream did not answer; when it answered with an error (a 5xx, a body we cannot read), that."""
+    if cause is None or cause.startswith("upstream_unavailable"):
+        return unreachable_hint(host)
+    return (f"{host} answered with an error (details.cause); such failures are usually brief: retry later. "
+            "Test it with `scripts/serve --check` (or eco_ping with check_api=true).")
+
+
 def from_transport(exc: httpx.HTTPError, *, endpoint: str) -> EcoError:
     kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "unreachable"
     try:

@@ -233,8 +233,8 @@ async def _run(client: CatalogUpstream, sites: list[tuple[str, str]], trigger: s
                                "(the subtree refresh walks its SITE rows)")
             rows = await _walk(client, sites, sleep)
             if acct.stale_served:
-                raise EcoError("upstream_unavailable", "the upstream did not answer; only stale cached "
-                               "location answers were available")
+                raise EcoError("upstream_unavailable", "the upstream gave no fresh location answers (it failed "
+                               "or did not answer); only stale cached ones were available")
             # The client's own addresses: the rows came from where it sent.
             version = await sync_to_async(swap.swap_catalog)(
                 SUBTREES, [(LocationNodeRow, list(rows))], source=SOURCE, row_count=len(rows),

@@ -215,8 +215,8 @@ async def _refresh_rest(catalog: str, *, client: CatalogUpstream, trigger: str) 
             records = await _rest(client, catalog)
             if acct.stale_served:
                 # A client that ignored `fresh` must still not pass a stale answer off as new.
-                raise EcoError("upstream_unavailable", f"the upstream did not answer; only a stale cached {catalog} "
-                               "list was available")
+                raise EcoError("upstream_unavailable", f"the upstream gave no fresh {catalog} list (it failed or did "
+                               "not answer); only a stale cached one was available")
         except Exception as exc:
             return await _failed(catalog, exc, source="rest", trigger=trigger, started=started, t0=t0,
                                  requests=acct.requests)

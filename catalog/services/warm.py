@@ -58,7 +58,7 @@ from catalog.status import ttl_for, upstream_mismatch
 from eco_core.config import EcoConfig, get_config
 from eco_core.errors import EcoError
 from upstream import context
-from upstream.mapping import host_of, unreachable_hint
+from upstream.mapping import failure_hint, host_of, unreachable_hint
 from upstream.protocol import CatalogUpstream
 
 log = logging.getLogger("eco.catalog")
@@ -166,8 +166,9 @@ async def _build_missing(cfg: EcoConfig, client: CatalogUpstream | None, need: t
         details = {"cause": failed[0].error, "catalog": name, "upstream": cfg.eco.base_url}
         if why:
             details["upstreamMismatch"] = why
+        host = host_of(cfg.eco.base_url)
         raise EcoError("catalog_unavailable", message, details=details,
-                       hint=unreachable_hint(host_of(cfg.eco.base_url)))
+                       hint=unreachable_hint(host) if why else failure_hint(host, failed[0].error))
 
 
 def _mismatches(cfg: EcoConfig, catalogs: list[str]) -> dict[str, str]:

@@ -145,7 +145,7 @@ def test_every_tool_carries_the_spec_meta_keys():
 TOOL_LIST_BOUND = 75_000
 SHARES = {
     "eco_describe_tables": 3440, "eco_download_files": 3940, "eco_find_locations": 3510,
-    "eco_get_availability": 4430, "eco_get_citation": 2560, "eco_get_document": 2600, "eco_get_location": 4310,
+    "eco_get_availability": 4430, "eco_get_citation": 2560, "eco_get_document": 2600, "eco_get_location": 4430,
     "eco_get_product": 6100, "eco_get_prototype_dataset": 3770, "eco_get_release": 3440, "eco_get_sample": 3420,
     "eco_get_site": 3980, "eco_graphql": 2810, "eco_list_files": 4750, "eco_list_releases": 2050,
     "eco_list_sample_classes": 2020, "eco_ping": 2860, "eco_search_products": 3640,

@@ -3,7 +3,9 @@ the simulator behind the real server and the caller's own token in its header, a
 tool family, then every suggested call, breadth-first, each identical call made once. Every
 suggestion must name a tool HTTP lists, with arguments its inputSchema accepts; every followed call
 must succeed and match its outputSchema; a step that continues the same list must start at the
-answer's `nextOffset`, and paging a list to its end must neither repeat nor skip an item."""
+answer's `nextOffset`, and paging a list to its end must neither repeat nor skip an item. Misses
+(a name that is nothing) are seeds too: every `didYouMean` entry is fed back into the same argument
+and walked like a step, as is every `didYouMean` of a search that found nothing, as its query."""
 
 # ruff: noqa: F811  (pytest fixtures imported from other conftest modules are parameters here)
 from __future__ import annotations
@@ -44,8 +46,23 @@ SEEDS: list[tuple[str, dict[str, Any]]] = [
     ("eco_graphql", {"introspect_type": "Site"}),
     ("eco_list_files", {"product": PRODUCT, "site_codes": ["HARV"], "start_month": "2020-05", "limit": 3}),
     ("eco_describe_tables", {"product": PRODUCT, "limit": 3}),
+    # REALM and the domains take children by type: their steps must say which.
+    ("eco_get_location", {"name": "REALM"}),
+    ("eco_get_location", {"name": "D01"}),
+    ("eco_find_locations", {"root": "REALM", "location_type": "DOMAIN"}),
 ]
-MAX_CALLS = 150
+# (tool, arguments, the argument naming nothing): each answers not_found with suggestions.
+MISSES: list[tuple[str, dict[str, Any], str]] = [
+    ("eco_find_locations", {"root": "HARVV"}, "root"),
+    ("eco_get_location", {"name": "HARVV"}, "name"),
+    ("eco_get_location", {"name": "Bartlett Experimental Forest"}, "name"),
+    ("eco_get_site", {"site": "Harvrd Forst"}, "site"),
+    ("eco_get_product", {"product": "breeding landbrd pointcount"}, "product"),
+    ("eco_get_release", {"release": "RELEASE-20"}, "release"),
+    ("eco_search_sites", {"query": "Harvard Quabbin zzzz"}, "query"),
+    ("eco_search_products", {"query": "zzqx soyl tempreture"}, "query"),
+]
+MAX_CALLS = 260
 # Suggestions that are right to make and still fail, by (tool, error code). Empty: none found.
 LEGITIMATE_ERRORS: set[tuple[str, str]] = set()
 
@@ -86,6 +103,7 @@ async def test_every_next_step_from_a_seed_per_family_names_a_listed_tool_valida
             assert named and named <= set(tools), named - set(tools)
 
             queue: deque[tuple[str, dict[str, Any], str]] = deque((t, a, "seed") for t, a in SEEDS)
+            queue.extend((t, a, f"miss:{field}") for t, a, field in MISSES)
             seen: set[str] = set()
             called: set[str] = set()
             problems: list[str] = []
@@ -98,6 +116,20 @@ async def test_every_next_step_from_a_seed_per_family_names_a_listed_tool_valida
                 calls += 1
                 called.add(tool)
                 result = await client.call_tool(tool, arguments)
+                body = result.structured_content or {}
+                if origin.startswith("miss:"):
+                    # Fed back, each suggestion is walked like a step (it must succeed).
+                    field = origin.removeprefix("miss:")
+                    offered = (body.get("error", {}).get("details") or body).get("didYouMean") or []
+                    if not offered:
+                        problems.append(f"{tool}({arguments}) suggests nothing: {body}")
+                    for value in offered:
+                        fed = {**arguments, field: [value] if isinstance(arguments[field], list) else value}
+                        queue.append((tool, fed, f"didYouMean of {tool}({arguments})"))
+                    if result.is_error:
+                        continue
+                if origin.startswith("didYouMean") and not result.is_error and body.get("items") == []:
+                    problems.append(f"{tool}({arguments}) from {origin} finds nothing")
                 if result.is_error:
                     code = (result.structured_content or {}).get("error", {}).get("code")
                     if (tool, code) not in LEGITIMATE_ERRORS:

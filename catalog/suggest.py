@@ -1,0 +1,35 @@
+"""Suggestions for a name that resolved to nothing: values the same argument accepts, nearest first.
+
+    nearest(text, accepted, limit=5) -> list[str]
+        accepted: {value the argument accepts: the text it is known by (a name, a description)}
+
+A suggestion is always a key of `accepted`, never the text it was matched on: a caller feeds
+`didYouMean` back as it stands, so "HARV Harvard Forest ..." (a description) would fail again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# A mistyped code is compared with the codes themselves (fuzz.ratio), a name's words with each
+# value's description (fuzz.WRatio, which scores a part of a long text); these are the scores
+# below which a match only adds noise.
+CODE_CUTOFF = 70
+TEXT_CUTOFF = 60
+
+
+def nearest(text: str, accepted: Mapping[str, str], *, limit: int = 5) -> list[str]:
+    """Up to `limit` keys of `accepted` nearest to `text`: close spellings of a key first, then keys
+    whose description `text` resembles."""
+    from rapidfuzz import fuzz, process, utils  # imported by the first miss, not to list the tools
+
+    if not text.strip() or not accepted:
+        return []
+    keys = {k: k.upper() for k in accepted}
+    found = [k for _, _, k in process.extract(text.strip().upper(), keys, scorer=fuzz.ratio,
+                                              score_cutoff=CODE_CUTOFF, limit=limit)]
+    for _, _, k in process.extract(text, dict(accepted), scorer=fuzz.WRatio, processor=utils.default_process,
+                                   score_cutoff=TEXT_CUTOFF, limit=limit):
+        if k not in found:
+            found.append(k)
+    return found[:limit]
