@@ -516,7 +516,7 @@ def engine_for(folder: Path, limits: Limits) -> Engine:
         st = (folder / dataset.DATASET_JSON).stat()
     except OSError:
         st = None
-    key = (str(folder), st.st_mtime_ns if st else None, st.st_size if st else None, limits)
+    key = (str(folder), st.st_mtime_ns if st else None, st.st_size if st else None, limits.memory_mb, limits.threads)
     with _engines_lock:
         got: Engine | None = _engines.get(key)
         if got is None:
@@ -544,8 +544,8 @@ def _connect(ds: Dataset, lim: Limits) -> duckdb.DuckDBPyConnection:
             if t.layout == "positioned" and positions is not None:
                 con.execute(_positioned_view(t, positions))
         if VARIABLES in ds.tables:
-            path = str(folder / dataset.SIDE_FILES["variables"]).replace("'", "''")
-            con.execute(f"CREATE TABLE {VARIABLES} AS SELECT * FROM read_csv('{path}', header = true, "
+            csv_path = str(folder / dataset.SIDE_FILES["variables"]).replace("'", "''")
+            con.execute(f"CREATE TABLE {VARIABLES} AS SELECT * FROM read_csv('{csv_path}', header = true, "
                         "all_varchar = true, quote = '\"', escape = '\"')")
         con.execute("SET GLOBAL TimeZone = 'UTC'")
         con.execute("SET allowed_paths = ?", [files])
@@ -641,7 +641,8 @@ class QueryRun:
         timer.start()
         n = seen
         try:
-            for batch in cur.to_arrow_reader(65536):
+            reader = cur.to_arrow_reader(65536)
+            for batch in reader or ():
                 n += batch.num_rows
                 if n > COUNT_MAX_ROWS:
                     return None
