@@ -70,9 +70,6 @@ TYPE_NAMES = {"VARCHAR": "string", "DOUBLE": "double", "FLOAT": "double", "BIGIN
               "TIME": "time", "INTERVAL": "interval", "BLOB": "binary", "UUID": "string"}
 _LINE = re.compile(r"\nLINE (\d+): (.*)\n( *)\^")
 
-# A continued fetch after the first rows is only counted, never converted: DuckDB's warning
-# about the copy Arrow output makes does not apply.
-warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
 
 
 def dataset_folder(download_dir: Path, dataset_id: str) -> Path | None:
@@ -641,7 +638,11 @@ class QueryRun:
         timer.start()
         n = seen
         try:
-            reader = cur.to_arrow_reader(65536)
+            with warnings.catch_warnings():
+                # The rest is only counted: DuckDB's warning about the copy Arrow output makes
+                # does not apply.
+                warnings.simplefilter("ignore", UserWarning)
+                reader = cur.to_arrow_reader(65536)
             for batch in reader or ():
                 n += batch.num_rows
                 if n > COUNT_MAX_ROWS:
