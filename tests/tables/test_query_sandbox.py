@@ -6,6 +6,7 @@ the positioned views join each sensor row to the position of its period."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,7 +130,7 @@ def test_a_cancelled_call_interrupts_its_query(soil):
     while q._con is None and future.running():
         threading.Event().wait(0.01)
     q.cancel()
-    with pytest.raises(BaseException):
+    with pytest.raises(concurrent.futures.CancelledError):
         future.result(timeout=30)
     assert q.thread is not None
     q.thread.join(timeout=10)
