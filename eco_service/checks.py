@@ -8,9 +8,10 @@ eco.E004  server.transport is http and DJANGO_SECRET_KEY is unset, published or 
           DJANGO_INSECURE_DEV_SECRET=1): the admin's sessions and CSRF tokens would be forgeable
 eco.E005  eco.api_token holds a character that is not printable ASCII (no header could carry it;
           every request with it would fail); the message never quotes the token
-eco.E006  tables.query_timeout_s is not below eco.call_deadline_s: a query could outlive its call
 eco.W002  tables.query_memory_mb is above the machine's memory: the limit would never stop a query
           before the system does
+eco.W003  tables.query_timeout_s is not below eco.call_deadline_s: queries are cut at the call's
+          deadline instead (the setting has no effect)
 
 `enforce_at_startup()` is how an entry point without Django's command machinery (the ASGI module
 under uvicorn) runs them; `manage.py eco_mcp` runs them in eco_service.cli.
@@ -120,10 +121,10 @@ def check_tables(cfg: Any) -> list[checks.CheckMessage]:
     found: list[checks.CheckMessage] = []
     t = cfg.tables
     if t.query_timeout_s >= cfg.eco.call_deadline_s:
-        found.append(checks.Error(
+        found.append(checks.Warning(
             f"tables.query_timeout_s ({t.query_timeout_s:g}) is not below eco.call_deadline_s "
-            f"({cfg.eco.call_deadline_s:g}): a query could run past its call's deadline",
-            hint="Lower tables.query_timeout_s (or raise eco.call_deadline_s).", id="eco.E006"))
+            f"({cfg.eco.call_deadline_s:g}): queries are stopped at the call's deadline instead",
+            hint="Lower tables.query_timeout_s (or raise eco.call_deadline_s).", id="eco.W003"))
     memory = _physical_memory_mb()
     if memory is not None and t.query_memory_mb > memory:
         found.append(checks.Warning(

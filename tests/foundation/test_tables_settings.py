@@ -1,5 +1,5 @@
 """The query engine's settings: a query's time limit must fit inside the call's deadline (a system
-check, eco.E006), a memory limit above the machine's is flagged (eco.W002), and the row cap of
+check, eco.W003), a memory limit above the machine's is flagged (eco.W002), and the row cap of
 eco_query_tables is the tool's own, not limits.max_limit (it pages nothing)."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ def _ids(flags: dict) -> list[str]:
     return [m.id for m in check_tables(load_config(flags=flags, env={}, warn=False))]
 
 
-def test_a_query_time_limit_not_below_the_call_deadline_is_a_configuration_error():
+def test_a_query_time_limit_not_below_the_call_deadline_is_flagged():
     assert _ids({}) == []
-    assert _ids({"tables.query_timeout_s": 30, "eco.call_deadline_s": 30}) == ["eco.E006"]
+    assert _ids({"tables.query_timeout_s": 30, "eco.call_deadline_s": 30}) == ["eco.W003"]
     assert _ids({"tables.query_timeout_s": 29, "eco.call_deadline_s": 30}) == []
 
 

@@ -20,11 +20,18 @@ CITATIONS = [{"release": "RELEASE-2026", "doi": "10.48443/sim-soil", "text": "NE
               "bibtex": "@misc{soilp}"}]
 
 
+# A call that reads the dataset stack_soil makes with its defaults (reliability suites call every tool).
+QUERY_ID = dataset.dataset_id(SOIL, ["HARV"], WINDOW[0], WINDOW[1], "basic", None, True, None)
+QUERY_CALL = {"dataset_id": QUERY_ID, "sql": "SELECT siteID, verticalPosition, count(*) AS n FROM ST_30_minute "
+                                             "GROUP BY ALL ORDER BY ALL"}
+
+
 def stack_soil(downloads: Path, sites: tuple[str, ...] = ("HARV",), window: tuple[str, str] = WINDOW,
                tables: list[str] | None = None) -> tuple[str, dict[str, Any]]:
     """Stacks the selection into the download directory's datasets folder; its id and record."""
     files = files_for(1)
-    sources = write_packages(files, SOIL, list(sites), window[0], window[1], downloads / "src")
+    # The packages beside the download directory, as a stack's sources would be in it.
+    sources = write_packages(files, SOIL, list(sites), window[0], window[1], downloads.parent / f"{downloads.name}-src")
     ds_id = dataset.dataset_id(SOIL, list(sites), window[0], window[1], "basic", None, True, tables)
     folder = downloads / dataset.FOLDER / ds_id
     selection = {"product": SOIL, "siteCodes": list(sites), "startMonth": window[0], "endMonth": window[1],
