@@ -5,6 +5,7 @@ by the result budget, errors naming the sql field, and no server path in any ans
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -114,3 +115,22 @@ async def test_stack_then_query_then_cite_over_stdio(stdio_env, sim, tmp_path): 
         bib = await client.call_tool("eco_get_citation", cite)
         assert not bib.is_error, bib.structured_content
         assert bib.structured_content["bibtex"]
+
+
+async def test_a_long_query_runs_off_the_event_loop_and_is_cancelled_at_its_limit(
+        http_server, sim_cfg, sim, active_config, tmp_path):  # noqa: F811
+    downloads = tmp_path / "downloads"
+    ds_id, _ = stack_soil(downloads)
+    cfg = sim_config(sim, server__transport="http", downloads__directory=str(downloads), tables__query_timeout_s=8)
+    active_config(cfg)
+    with http_server(cfg) as srv:
+        async with Client(srv.url, mode="2026-07-28") as client:
+            long = asyncio.create_task(client.call_tool("eco_query_tables", {
+                "dataset_id": ds_id, "sql": "SELECT count(*) FROM range(1000000000000) a"}))
+            await asyncio.sleep(0.2)
+            ping = await client.call_tool("eco_ping", {})
+            assert not ping.is_error and not long.done()  # the server answered while the query ran
+            err = assert_error(await long, "query_too_large")
+            assert err["details"]["reason"] == "time" and "sql" in err["message"]
+            again = await client.call_tool("eco_query_tables", {"dataset_id": ds_id, "sql": "SELECT 1 AS one"})
+            assert not again.is_error and again.structured_content["rows"] == [[1]]
