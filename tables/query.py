@@ -482,7 +482,7 @@ def _positioned_view(t: Table, positions: Table) -> str:
         f"{picked} FROM {_quote(positions.name)}), "
         "r AS (SELECT _site, _hor, _ver, dense_rank() OVER (PARTITION BY _site, _hor ORDER BY "
         "arg_max(zOffset, _start) DESC NULLS LAST) AS heightRank FROM p0 GROUP BY _site, _hor, _ver), "
-        "p AS (SELECT p0.*, r.heightRank, p0.referenceElevation + p0.zOffset AS sensorElevation FROM p0 "
+        "p AS (SELECT p0.*, r.heightRank, round(p0.referenceElevation + p0.zOffset, 3) AS sensorElevation FROM p0 "
         "JOIN r USING (_site, _hor, _ver)) "
         f"SELECT d.*, {added}, p.heightRank, p.sensorElevation FROM {_quote(t.reads[0])} AS d LEFT JOIN p "
         f"ON p._site = d.siteID AND p._hor = d.horizontalPosition AND p._ver = d.verticalPosition{during}"
@@ -647,7 +647,7 @@ class QueryRun:
                 n += batch.num_rows
                 if n > COUNT_MAX_ROWS:
                     return None
-        except duckdb.Error:
+        except (duckdb.Error, OSError):  # interrupted at the budget (through Arrow's reader: OSError)
             return None
         finally:
             timer.cancel()
