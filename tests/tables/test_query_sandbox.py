@@ -246,3 +246,25 @@ def test_the_top_position_is_a_filter(soil):
     got = run(folder, "SELECT DISTINCT horizontalPosition || '.' || verticalPosition AS hv, sensorLocationDescription "
                       "FROM ST_30_minute_positioned WHERE heightRank = 1")
     assert [r[0] for r in got.rows] == [top] and "Depth 1" in got.rows[0][1]  # the shallowest soil sensor
+
+
+def test_the_top_of_the_tower_is_heightrank_one(tmp_path):
+    from tables import dataset
+    from tests.tables.neon_support import write_packages
+    from upstream_sim.state import files_for
+
+    code = "DP1.00002.001"  # single-aspirated air temperature: every tower level but the top's
+    sources = write_packages(files_for(1), code, ["HARV", "CPER"], "2023-05", "2023-05", tmp_path / "src",
+                             keep="SAAT_30min")
+    folder = tmp_path / "datasets" / "saat"
+    dataset.build(folder, dataset.table_sources(sources), root=tmp_path, product=code, package="basic", wanted=None,
+                  selection={}, citations=[], issue_log=None)
+    spos = pq.read_table(folder / "sensor_positions.parquet").to_pylist()
+    highest = {}
+    for p in spos:
+        if p["positionEndDateTime"] is None and p["zOffset"] > highest.get(p["siteID"], ("", -1e9))[1]:
+            highest[p["siteID"]] = (p["HOR.VER"].split(".")[1], p["zOffset"])
+    got = run(folder, "SELECT siteID, verticalPosition, max(zOffset) AS z, max(sensorElevation) - max(referenceElevation) "
+                      "AS above FROM SAAT_30min_positioned WHERE heightRank = 1 GROUP BY ALL ORDER BY ALL")
+    assert {r[0]: (r[1], r[2]) for r in got.rows} == highest and len(highest) == 2
+    assert all(abs(r[3] - r[2]) < 1e-6 for r in got.rows)
