@@ -744,3 +744,26 @@ async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTables
     out.notes = notes
     out.next_steps = _query_steps(args, out.product_code, sites, cites, len(rows), by is not None)
     return out
+
+
+def query_next_step(record: dict[str, Any]) -> NextStep | None:
+    """The eco_query_tables step a stacked dataset's answer can offer (eco_stack_tables' nextSteps):
+    a monthly mean by site and position for a sensor table, the first rows of another."""
+    tables = record.get("tables") or {}
+    data = [t for n, t in tables.items() if n not in (names.SENSOR_POSITIONS, names.SCIENCE_REVIEW_FLAGS)]
+    if not data:
+        return None
+    sensors = [t for t in data if t.get("layout") == "sensor"]
+    if sensors:
+        sensor = min(sensors, key=lambda t: t.get("rows") or 0)  # the coarsest averaging interval
+        mean = next((c["name"] for c in sensor["columns"] if c["name"].endswith("Mean") and c["type"] == "double"), None)
+        if mean and any(c["name"] == "startDateTime" for c in sensor["columns"]):
+            sql = (f"SELECT siteID, verticalPosition, any_value(zOffset) AS zOffset, date_trunc('month', startDateTime) "
+                   f"AS month, avg({mean}) AS {mean}Monthly FROM {sensor['name']}{query.POSITIONED} GROUP BY siteID, "
+                   "verticalPosition, month ORDER BY ALL")
+            return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"], "sql": sql},
+                            why="Monthly means by site and sensor height, with the citation of the data.")
+    first = data[0]
+    return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"],
+                                                        "sql": f"SELECT * FROM {first['name']} LIMIT 10"},
+                    why="Ask the stacked tables in SQL (one SELECT), with the citation of the data.")

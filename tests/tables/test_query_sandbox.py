@@ -268,3 +268,15 @@ def test_the_top_of_the_tower_is_heightrank_one(tmp_path):
                       "AS above FROM SAAT_30min_positioned WHERE heightRank = 1 GROUP BY ALL ORDER BY ALL")
     assert {r[0]: (r[1], r[2]) for r in got.rows} == highest and len(highest) == 2
     assert all(abs(r[3] - r[2]) < 1e-6 for r in got.rows)
+
+
+def test_the_step_a_stacked_dataset_offers_is_a_query_that_runs(soil):
+    from families.tables import query_next_step
+    from tables import dataset
+
+    folder, _ = soil
+    step = query_next_step(dataset.load(folder))
+    assert step is not None and step.tool == "eco_query_tables" and step.arguments["dataset_id"] == folder.name
+    assert "ST_30_minute_positioned" in step.arguments["sql"]
+    got = run(folder, step.arguments["sql"])
+    assert [c.name for c in got.columns][:3] == ["siteID", "verticalPosition", "zOffset"] and got.total == 4
