@@ -704,7 +704,7 @@ async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTables
         known = await asyncio.to_thread(query.dataset_ids, cfg.download_dir)
         raise EcoError("not_found", f"dataset_id: no dataset {args.dataset_id!r} on this server (eco_stack_tables "
                        "answers the id of the dataset it stacks)",
-                       details={"field": "dataset_id", "didYouMean": query._suggest(args.dataset_id, known)
+                       details={"field": "dataset_id", "didYouMean": query.suggest(args.dataset_id, known)
                                 if known else []})
     run = query.QueryRun(folder, args.sql, args.limit, _query_limits(call))
     future = run.start()

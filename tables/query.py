@@ -243,7 +243,7 @@ def _walk(node: Any) -> Any:
             yield from _walk(v)
 
 
-def _suggest(word: str, choices: list[str], n: int = 5) -> list[str]:
+def suggest(word: str, choices: list[str], n: int = 5) -> list[str]:
     from rapidfuzz import fuzz, process
 
     got = process.extract(word, choices, scorer=fuzz.WRatio, limit=n)
@@ -271,7 +271,7 @@ def check(ds: Dataset, node: dict[str, Any], sql: str) -> Checked:
             shown = ".".join(x for x in (catalog, schema, name) if x)
             raise EcoError("not_found", f"sql: no table {shown!r} in dataset {ds.id}; its tables are "
                            f"{', '.join(ds.names())}", details={"field": "sql", **where,
-                                                                 "didYouMean": _suggest(name, ds.names())})
+                                                                 "didYouMean": suggest(name, ds.names())})
         if typ == "TABLE_FUNCTION":
             fn = str((d.get("function") or {}).get("function_name") or "").lower()
             if fn not in TABLE_FUNCTIONS:
@@ -399,7 +399,7 @@ def engine_error(exc: duckdb.Error, sql: str, ds: Dataset, checked: Checked | No
         columns = sorted({c for t in rels for c in t.columns})
         cand = _CANDIDATES.search(msg)
         named = [c.strip().strip('"').split(".")[-1] for c in cand.group(1).split(",")] if cand else []
-        guesses = list(dict.fromkeys([*_suggest(missing.group(1), columns), *[c for c in named if c in columns]]))
+        guesses = list(dict.fromkeys([*suggest(missing.group(1), columns), *[c for c in named if c in columns]]))
         return EcoError("not_found", f"sql: {msg}", details={"field": "sql", **where, "didYouMean": guesses[:8]})
     if isinstance(exc, duckdb.PermissionException):
         return EcoError("invalid_argument", f"sql: {msg} (a query reads only this dataset's tables)",
