@@ -69,6 +69,10 @@ TYPE_NAMES = {"VARCHAR": "string", "DOUBLE": "double", "FLOAT": "double", "BIGIN
               "DATE": "date", "TIMESTAMP": "timestamp", "TIMESTAMP WITH TIME ZONE": "timestamp",
               "TIME": "time", "INTERVAL": "interval", "BLOB": "binary", "UUID": "string"}
 _LINE = re.compile(r"\nLINE (\d+): (.*)\n( *)\^")
+# The rest of a truncated result is only counted, through Arrow batches: DuckDB's warning about
+# the copy Arrow output of a cursor makes does not apply. A process-wide filter, set once, as a
+# filter set per query (warnings.catch_warnings) is not safe across threads.
+warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
 
 
 
@@ -638,11 +642,7 @@ class QueryRun:
         timer.start()
         n = seen
         try:
-            with warnings.catch_warnings():
-                # The rest is only counted: DuckDB's warning about the copy Arrow output makes
-                # does not apply.
-                warnings.simplefilter("ignore", UserWarning)
-                reader = cur.to_arrow_reader(65536)
+            reader = cur.to_arrow_reader(65536)
             for batch in reader or ():
                 n += batch.num_rows
                 if n > COUNT_MAX_ROWS:
