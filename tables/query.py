@@ -609,6 +609,8 @@ class QueryRun:
         checked: Checked | None = None
         try:
             checked = check(ds, statements(con, self.sql, ds.folder), self.sql)
+            if self._cancelled:  # cancelled before the query started: an interrupt would be lost
+                raise concurrent.futures.CancelledError()
             timer.start()
             try:
                 cur = con.execute(self.sql)

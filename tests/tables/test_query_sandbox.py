@@ -137,6 +137,14 @@ def test_a_cancelled_call_interrupts_its_query(soil):
     assert not q.thread.is_alive()
 
 
+def test_a_query_cancelled_before_it_starts_never_runs(soil):
+    folder, _ = soil
+    q = query.QueryRun(folder, "SELECT count(*) FROM range(1000000000000) a", 10, LIMITS)
+    q.cancel()
+    with pytest.raises(concurrent.futures.CancelledError):
+        q.start().result(timeout=30)
+
+
 def test_a_cartesian_join_is_stopped_by_the_memory_limit_and_the_process_lives_on(soil):
     folder, _ = soil
     small = query.Limits(timeout_s=60, memory_mb=64, threads=1)
