@@ -277,6 +277,17 @@ class Downloads(_Section):
         return v
 
 
+class Tables(_Section):
+    query_timeout_s: float = Field(20.0, gt=0, le=600, description=(
+        "Wall time one eco_query_tables query may run (then cancelled: query_too_large); below "
+        "eco.call_deadline_s, so the call answers before its deadline."))
+    query_memory_mb: int = Field(512, ge=16, le=1 << 20, description=(
+        "Memory of the query engine of one dataset, shared by its queries in this process; a query that needs "
+        "more is stopped (query_too_large), nothing spills to disk."))
+    query_threads: int = Field(1, ge=1, le=256, description=(
+        "Threads the query engine of one dataset may run a query on."))
+
+
 class Server(_Section):
     transport: Literal["stdio", "http"] = Field("stdio", description="stdio or http.")
     bind_address: str = Field("127.0.0.1", min_length=1, description="HTTP bind address.")
@@ -337,6 +348,7 @@ class EcoConfig(_Section):
     cache: Cache = Field(default_factory=Cache)
     limits: Limits = Field(default_factory=Limits)
     downloads: Downloads = Field(default_factory=Downloads)
+    tables: Tables = Field(default_factory=Tables)
     server: Server = Field(default_factory=Server)
     # Where the token came from: one of TOKEN_ENV_ORDER, "yaml", or None.
     token_origin: str | None = Field(None, exclude=True)

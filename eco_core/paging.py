@@ -50,6 +50,15 @@ SERVICE_DEFAULT = ServiceDefault()
 DefaultLimit = Annotated[int, SERVICE_DEFAULT]
 
 
+@dataclass(frozen=True)
+class NotAPage:
+    """Marker of a `limit` that sizes no page (a query's row cap, with no offset to continue
+    from): the tool's own bounds hold it, limits.max_limit does not."""
+
+
+RowCap = Annotated[int, NotAPage()]
+
+
 def is_page_size(name: str) -> bool:
     return name == "limit" or name.endswith("_limit")
 
@@ -75,6 +84,8 @@ def cap_page_sizes(args: ArgsT, max_limit: int, *, default_limit: int | None = N
     changed: dict[str, int] = {}
     fields = type(args).model_fields
     for name in filter(is_page_size, fields):
+        if any(isinstance(m, NotAPage) for m in fields[name].metadata):
+            continue
         value = getattr(args, name)
         if not isinstance(value, int):
             continue

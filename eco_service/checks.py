@@ -8,6 +8,10 @@ eco.E004  server.transport is http and DJANGO_SECRET_KEY is unset, published or 
           DJANGO_INSECURE_DEV_SECRET=1): the admin's sessions and CSRF tokens would be forgeable
 eco.E005  eco.api_token holds a character that is not printable ASCII (no header could carry it;
           every request with it would fail); the message never quotes the token
+eco.W002  tables.query_memory_mb is above the machine's memory: the limit would never stop a query
+          before the system does
+eco.W003  tables.query_timeout_s is not below eco.call_deadline_s: queries are cut at the call's
+          deadline instead (the setting has no effect)
 
 `enforce_at_startup()` is how an entry point without Django's command machinery (the ASGI module
 under uvicorn) runs them; `manage.py eco_mcp` runs them in eco_service.cli.
@@ -15,6 +19,7 @@ under uvicorn) runs them; `manage.py eco_mcp` runs them in eco_service.cli.
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
 from typing import Any, TextIO
@@ -97,10 +102,35 @@ def check_configuration(app_configs: Any = None, **kwargs: Any) -> list[checks.C
                 id="eco.E005",
             )
         )
+    found += check_tables(cfg)
     d = cfg.download_dir
     if d.exists() and not d.is_dir():
         found.append(checks.Error(f"downloads.directory {d} exists and is not a directory", id="eco.E003"))
     found += check_secret_key(cfg)
+    return found
+
+
+def _physical_memory_mb() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1 << 20)
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_tables(cfg: Any) -> list[checks.CheckMessage]:
+    found: list[checks.CheckMessage] = []
+    t = cfg.tables
+    if t.query_timeout_s >= cfg.eco.call_deadline_s:
+        found.append(checks.Warning(
+            f"tables.query_timeout_s ({t.query_timeout_s:g}) is not below eco.call_deadline_s "
+            f"({cfg.eco.call_deadline_s:g}): queries are stopped at the call's deadline instead",
+            hint="Lower tables.query_timeout_s (or raise eco.call_deadline_s).", id="eco.W003"))
+    memory = _physical_memory_mb()
+    if memory is not None and t.query_memory_mb > memory:
+        found.append(checks.Warning(
+            f"tables.query_memory_mb ({t.query_memory_mb}) is above this machine's memory ({memory} MB): the "
+            "limit would not stop a query before the system runs out",
+            hint="Set tables.query_memory_mb to a fraction of the machine's memory.", id="eco.W002"))
     return found
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import time
 from datetime import UTC, datetime
@@ -46,9 +47,10 @@ from downloads.selection import select
 from downloads.transfer import PROGRESS_EVERY_S, download
 from eco_core.bounds import Configured
 from eco_core.errors import EcoError
+from eco_core.paging import RowCap
 from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page
 from families.call import CallContext
-from tables import dataset, kept, names, stack
+from tables import dataset, kept, names, query, stack
 from tables.stack import SourceFile
 from tables.variables import FieldDef, column_type, parse, table_descriptions, tables_of
 from upstream import models as um
@@ -592,3 +594,178 @@ def _on_disk(path: Path, size: int | None) -> bool:
         return path.stat().st_size == size
     except OSError:
         return False
+
+
+# -- eco_query_tables ---------------------------------------------------------------------------
+# Read-only SQL over one stacked dataset (tables/query.py runs it in a sandboxed DuckDB engine on
+# a thread of its own). The dataset id is eco_stack_tables' answer; tables.query.dataset_folder
+# is the one place it becomes a folder. Units come from the variables file (through the
+# dataset's record) for bare columns only; citations are those of the releases the query's
+# tables were stacked from.
+
+class QueryTablesInput(ToolInput):
+    dataset_id: str = Field(min_length=1, max_length=200, description="datasetId from eco_stack_tables.")
+    sql: str = Field(min_length=1, max_length=20000, description=(
+        "One read-only SELECT (or WITH) statement in DuckDB SQL. Tables by their NEON names, plus variables, "
+        "sensor_positions and <table>_positioned (sensor rows with location, zOffset, heightRank 1 = top "
+        "of the tower or shallowest sensor, coordinates). Times are UTC."))
+    limit: RowCap = Field(100, ge=1, le=5000, description="Most rows returned.")
+
+
+class QueryColumn(WireModel):
+    name: str
+    type: str
+    units: str | None = Field(description="From the variables file; null for derived columns.")
+
+
+class QueryCitation(WireModel):
+    release: str
+    doi: str | None
+    text: str | None
+    tables: list[str]
+
+
+class QueryTablesOutput(Envelope):
+    dataset_id: str
+    product_code: str
+    columns: list[QueryColumn]
+    rows: list[list[Any]] = Field(description="One list per row, values in the order of columns.")
+    returned: int
+    total_rows: int | None = Field(description="Rows of the whole result when cheap to count; null: not counted.")
+    truncated: bool
+    truncated_by: Literal["limit", "bytes"] | None
+    seconds: float = Field(description="Time the query took.")
+    tables_read: list[str]
+    citations: list[QueryCitation]
+
+
+# Bytes kept free under the result budget for the envelope's notes and next steps.
+QUERY_ENVELOPE_RESERVE = 2048
+
+
+def _query_limits(call: CallContext) -> query.Limits:
+    """The query's wall time: tables.query_timeout_s, within what is left of the call's deadline."""
+    t = call.cfg.tables
+    timeout = t.query_timeout_s
+    remaining = call.accounting.remaining() if call.accounting is not None else None
+    if remaining is not None:
+        timeout = max(0.1, min(timeout, remaining - 0.5))
+    return query.Limits(timeout_s=timeout, memory_mb=t.query_memory_mb, threads=t.query_threads)
+
+
+def compact_size(payload: Any) -> int:
+    """Bytes of the compact JSON the result budget measures (mcp_gateway.budget)."""
+    return len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str).encode())
+
+
+def _fit_rows(rows: list[list[Any]], room: int) -> int:
+    used = 0
+    for n, row in enumerate(rows):
+        used += compact_size(row) + 1
+        if used > room:
+            return n
+    return len(rows)
+
+
+def _query_citations(result: query.Result) -> list[QueryCitation]:
+    by_release: dict[str, list[str]] = {}
+    for t in result.tables:
+        for rel in sorted(t.releases):
+            by_release.setdefault(rel, []).append(t.name)
+    known = {c.get("release"): c for c in result.dataset.record.get("citations") or []}
+    return [QueryCitation(release=rel, doi=(known.get(rel) or {}).get("doi"), text=(known.get(rel) or {}).get("text"),
+                          tables=tabs) for rel, tabs in sorted(by_release.items())]
+
+
+def _query_steps(args: QueryTablesInput, product: str, sites: list[str], cites: list[QueryCitation], returned: int,
+                 truncated: bool) -> list[NextStep]:
+    steps: list[NextStep] = []
+    if truncated:
+        inner = args.sql.strip().rstrip(";").strip()
+        steps.append(NextStep(tool="eco_query_tables", arguments={
+            "dataset_id": args.dataset_id, "sql": f"SELECT * FROM ({inner}) AS q LIMIT {args.limit} OFFSET {returned}",
+            "limit": args.limit}, why=("The rows after these (add ORDER BY for a stable order); narrower: a WHERE on "
+                                       "siteID, a time range or a position, or GROUP BY to aggregate.")))
+    for c in cites:
+        cite: dict[str, Any] = {"product": product, "format": "bibtex"}
+        if c.release == PROVISIONAL:
+            cite["provisional"] = True
+        else:
+            cite["release"] = c.release
+        if sites:
+            cite["site_codes"] = sites
+        steps.append(NextStep(tool="eco_get_citation", arguments=cite,
+                              why=f"BibTeX for the {c.release} data these rows come from."))
+    return steps
+
+
+async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTablesOutput:
+    cfg = call.cfg
+    folder = query.dataset_folder(cfg.download_dir, args.dataset_id)
+    if folder is None:
+        known = await asyncio.to_thread(query.dataset_ids, cfg.download_dir)
+        raise EcoError("not_found", f"dataset_id: no dataset {args.dataset_id!r} on this server (eco_stack_tables "
+                       "answers the id of the dataset it stacks)",
+                       details={"field": "dataset_id", "didYouMean": query.suggest(args.dataset_id, known)
+                                if known else []})
+    run = query.QueryRun(folder, args.sql, args.limit, _query_limits(call))
+    future = run.start()
+    try:
+        result = await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        run.cancel()  # the caller went away: the engine stops the query too
+        raise
+    record = result.dataset.record
+    sel = record.get("selection") or {}
+    sites = list(sel.get("siteCodes") or [])
+    cites = _query_citations(result)
+    out = QueryTablesOutput(
+        dataset_id=result.dataset.id, product_code=record.get("product", ""),
+        columns=[QueryColumn(name=c.name, type=c.type, units=c.units) for c in result.columns], rows=[],
+        returned=0, total_rows=result.total, truncated=False, truncated_by=None, seconds=round(result.seconds, 4),
+        tables_read=[t.name for t in result.tables], citations=cites,
+        source=Source(origin="local", endpoints=[]))
+    room = cfg.limits.max_result_bytes - compact_size(out.model_dump(by_alias=True, mode="json")) - QUERY_ENVELOPE_RESERVE
+    keep = _fit_rows(result.rows, room)
+    rows = result.rows[:keep]
+    notes: list[str] = []
+    by: Literal["limit", "bytes"] | None = None
+    if keep < len(result.rows):
+        by = "bytes"
+        notes.append(f"Showing {keep} rows: the next would pass the result budget of {cfg.limits.max_result_bytes} "
+                     "bytes (limits.max_result_bytes); select fewer columns or aggregate.")
+    elif result.more:
+        by = "limit"
+        notes.append(f"Showing the first {keep} rows (limit {args.limit}) of "
+                     + (f"{result.total}." if result.total is not None else "more (not counted)."))
+    if any(c.units is None for c in result.columns) and any(c.units for c in result.columns):
+        notes.append("units: from NEON's variables file for columns taken as they are (or renamed); derived "
+                     "columns (expressions, aggregates) have none.")
+    out.rows, out.returned = rows, len(rows)
+    out.truncated, out.truncated_by = by is not None, by
+    out.notes = notes
+    out.next_steps = _query_steps(args, out.product_code, sites, cites, len(rows), by is not None)
+    return out
+
+
+def query_next_step(record: dict[str, Any]) -> NextStep | None:
+    """The eco_query_tables step a stacked dataset's answer can offer (eco_stack_tables' nextSteps):
+    a monthly mean by site and position for a sensor table, the first rows of another."""
+    tables = record.get("tables") or {}
+    data = [t for n, t in tables.items() if n not in (names.SENSOR_POSITIONS, names.SCIENCE_REVIEW_FLAGS)]
+    if not data:
+        return None
+    sensors = [t for t in data if t.get("layout") == "sensor"]
+    if sensors:
+        sensor = min(sensors, key=lambda t: t.get("rows") or 0)  # the coarsest averaging interval
+        mean = next((c["name"] for c in sensor["columns"] if c["name"].endswith("Mean") and c["type"] == "double"), None)
+        if mean and any(c["name"] == "startDateTime" for c in sensor["columns"]):
+            sql = (f"SELECT siteID, verticalPosition, any_value(zOffset) AS zOffset, date_trunc('month', startDateTime) "
+                   f"AS month, avg({mean}) AS {mean}Monthly FROM {sensor['name']}{query.POSITIONED} GROUP BY siteID, "
+                   "verticalPosition, month ORDER BY ALL")
+            return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"], "sql": sql},
+                            why="Monthly means by site and sensor height, with the citation of the data.")
+    first = data[0]
+    return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"],
+                                                        "sql": f"SELECT * FROM {first['name']} LIMIT 10"},
+                    why="Ask the stacked tables in SQL (one SELECT), with the citation of the data.")

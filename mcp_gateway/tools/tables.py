@@ -42,4 +42,19 @@ TOOLS = [
         read_only=False,
         page_lists={},
     ),
+    ToolSpec(
+        name="eco_query_tables",
+        title="Query stacked tables",
+        description=(
+            "Read-only SQL (one DuckDB SELECT/WITH) over one dataset from eco_stack_tables: its tables by NEON name, "
+            "variables, sensor_positions, and <table>_positioned (each sensor row with its location, height and "
+            "coordinates; heightRank = 1 is the tower top or shallowest sensor). Answers columns with units, rows "
+            "(limit, result budget), the row count, the time taken and the citations of the releases read."
+        ),
+        surface="data",
+        input_model=tables.QueryTablesInput,
+        output_model=tables.QueryTablesOutput,
+        read=tables.query_tables,
+        page_lists={},
+    ),
 ]

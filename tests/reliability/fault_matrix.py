@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from eco_core import config as eco_config
+from tests.tables.query_support import QUERY_CALL, QUERY_ID, stack_soil
 from tests.tools.conftest import Outcome
 from tests.tools.sample_support import call
 from upstream_sim.server import SimServer
@@ -102,7 +103,15 @@ ROWS: dict[str, Row] = {
 # Tools that answer from the catalogs alone, each with a call that must send no upstream request.
 NO_UPSTREAM: dict[str, dict[str, Any]] = {
     "eco_search_products": {"query": "soil temperature", "site": "HARV", "release": RELEASE},
+    # A stacked dataset in the download directory (prepare() makes it), queried on disk.
+    "eco_query_tables": QUERY_CALL,
 }
+
+
+def prepare(tool: str, download_dir: Path) -> None:
+    """What a tool's call needs on disk before it runs: eco_query_tables a stacked dataset."""
+    if tool == "eco_query_tables" and not (download_dir / "datasets" / QUERY_ID).is_dir():
+        stack_soil(download_dir)
 
 
 # ------------------------------------------------------------------------------------ faults
@@ -316,6 +325,7 @@ class Case:
         if arguments is None:
             arguments = ROWS[tool].arguments if tool in ROWS else NO_UPSTREAM[tool]
         needs = tool in ROWS and ROWS[tool].token
+        prepare(tool, self.download_dir)
         async with asyncio.timeout(HANG_GUARD_S):
             return Outcome(await call(self.cfg, tool, arguments, token=self.token if needs else None))
 
@@ -345,6 +355,8 @@ DATABASE_DOWN: dict[str, DatabaseDown] = {
     "eco_list_sample_classes": DatabaseDown(None, None),
     "eco_search_prototype_datasets": DatabaseDown(None, None),
     "eco_search_taxonomy": DatabaseDown(None, None),
+    # A dataset's own files alone.
+    "eco_query_tables": DatabaseDown(None, None),
     # Reported, not raised: eco_ping says `catalog.database: "down"`.
     "eco_ping": DatabaseDown(None, None),
     # The catalog index: none to answer from until the process has read the catalog once.

@@ -35,6 +35,7 @@ from tests.gateway.conftest import PYTHON, REPO, fake_catalog, http_server  # no
 from tests.gateway.wire import modern_request
 from tests.reliability import canary
 from tests.reliability.canary import CANARY
+from tests.tables.query_support import QUERY_CALL, stack_soil
 from tests.tools.conftest import sim_cfg  # noqa: F401  (fixture)
 from upstream_sim.biodata import RECORDED_PROTO_UUID, Samples
 
@@ -66,6 +67,8 @@ VALID: dict[str, dict[str, Any]] = {
     "eco_describe_tables": {"product": PRODUCT, "limit": 3},
     # Another month than the download's: the two run at once over stdio and must not share files.
     "eco_stack_tables": {**FILES, "start_month": "2020-07"},
+    # A dataset stacked into the HTTP server's download directory before its traffic.
+    "eco_query_tables": QUERY_CALL,
 }
 
 
@@ -159,10 +162,12 @@ async def test_the_canary_appears_in_no_answer_header_log_file_or_row_of_any_too
                                  "server.share_config_token_over_http": True, "eco.retries.backoff_base_s": 0.01,
                                  # eco_describe_tables reads the variables file from the simulator's storage.
                                  "downloads.allowed_hosts": ["127.0.0.1", "localhost"],
+                                 "downloads.directory": str(tmp_path / "http-downloads"),
                                  # The canary on public upstream requests too (a refresh over HTTP stays anonymous).
                                  "eco.token_for_public_endpoints": True},
                           env={"ECO_TOKEN": CANARY.token, "ECO_MCP_SERVER__OPS_TOKEN": OPS_TOKEN}, warn=False)
         active_config(cfg)
+        stack_soil(tmp_path / "http-downloads")
         await _http_traffic(http_server, cfg, sim, registry)
         answers = finish_stdio(proc, errfile, replies)
     finally:

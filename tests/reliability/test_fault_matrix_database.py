@@ -32,7 +32,7 @@ from catalog.index import CHECK_INTERVAL_S
 from mcp_gateway.registry import default_registry
 from tests.gateway.checks import assert_valid_tool_result
 from tests.reliability.conftest import ServerLog, base_env, fresh_token, serve_http, stdio_params
-from tests.reliability.fault_matrix import DATABASE_DOWN, NO_UPSTREAM, ROWS, RestartableSim
+from tests.reliability.fault_matrix import DATABASE_DOWN, NO_UPSTREAM, ROWS, RestartableSim, prepare
 from tests.reliability.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.postgres
@@ -133,6 +133,7 @@ async def test_over_stdio_every_tool_answers_or_is_catalog_unavailable_while_the
         deployment, proxy, tmp_path):
     sim = deployment.sim
     downloads = tmp_path / "downloads"
+    prepare("eco_query_tables", downloads)
     env = {**deployment.env, "ECO_TOKEN": fresh_token(sim), "ECO_MCP_DOWNLOADS__DIRECTORY": str(downloads),
            "ECO_MCP_DOWNLOADS__ALLOWED_HOSTS": "127.0.0.1,localhost"}
     log = tmp_path / "stdio.log"
