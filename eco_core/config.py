@@ -1,5 +1,5 @@
 """The service's settings: one typed model of the spec's `eco.*`, `cache.*`, `limits.*`,
-`downloads.*` and `server.*`, loaded from four layers (highest first):
+`downloads.*`, `tables.*` and `server.*`, loaded from four layers (highest first):
 
     command-line flags  >  ECO_MCP_<SECTION>__<FIELD> environment  >  YAML (--config)  >  defaults
 
@@ -277,6 +277,16 @@ class Downloads(_Section):
         return v
 
 
+class Tables(_Section):
+    store_directory: Path | None = Field(None, description=(
+        "The HTTP deployment's dataset store (stacked tables built by the workers; web and worker must share it); "
+        "unset: the data folder's datasets/. stdio stacks into downloads.directory instead."))
+    max_bytes_per_dataset: int = Field(2147483648, ge=1, le=1 << 44, description=(
+        "Source bytes one dataset of the store may stack (HTTP); a larger selection is refused before any byte."))
+    max_store_bytes: int = Field(21474836480, ge=1, le=1 << 48, description=(
+        "Bytes the dataset store may hold (HTTP); past it, the least recently used ready datasets are deleted."))
+
+
 class Server(_Section):
     transport: Literal["stdio", "http"] = Field("stdio", description="stdio or http.")
     bind_address: str = Field("127.0.0.1", min_length=1, description="HTTP bind address.")
@@ -337,6 +347,7 @@ class EcoConfig(_Section):
     cache: Cache = Field(default_factory=Cache)
     limits: Limits = Field(default_factory=Limits)
     downloads: Downloads = Field(default_factory=Downloads)
+    tables: Tables = Field(default_factory=Tables)
     server: Server = Field(default_factory=Server)
     # Where the token came from: one of TOKEN_ENV_ORDER, "yaml", or None.
     token_origin: str | None = Field(None, exclude=True)
@@ -515,7 +526,7 @@ def _yaml_layer(path: str | os.PathLike[str]) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"--config: {p} must hold a mapping of sections (eco, cache, limits, downloads, server)")
+        raise ConfigError(f"--config: {p} must hold a mapping of sections (eco, cache, limits, downloads, tables, server)")
     return data
 
 

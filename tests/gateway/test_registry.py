@@ -73,9 +73,10 @@ def test_every_input_property_is_snake_case():
             assert name == name.lower(), (tool["name"], name)
 
 
-# The tools that write into the download directory, and so run only where the server's disk is
-# the caller's (stdio).
+# The tools that write files: into the download directory (stdio), or, for stacks over HTTP, into
+# the server's dataset store. Only the download tool is stdio-only: its files are the caller's.
 WRITERS = {"eco_download_files", "eco_stack_tables"}
+STDIO_ONLY = {"eco_download_files"}
 
 
 def test_annotations_follow_the_spec_read_only_except_downloads():
@@ -88,7 +89,7 @@ def test_annotations_follow_the_spec_read_only_except_downloads():
 def test_every_tool_carries_the_spec_meta_keys():
     for tool in _listed(http=False):
         assert set(tool["_meta"]) == META_KEYS
-        assert tool["_meta"]["stdioOnly"] is (tool["name"] in WRITERS)
+        assert tool["_meta"]["stdioOnly"] is (tool["name"] in STDIO_ONLY)
 
 
 def test_tools_list_is_sorted_stable_and_within_its_byte_bound():
