@@ -61,7 +61,8 @@ RUN_LOCK = "dataset-build-{}"
 MAX_ATTEMPTS = 3
 # Progress is written to the row at most this often (each write is one UPDATE).
 PROGRESS_EVERY_S = 1.0
-BATCH = 32
+# Files per download batch, as concurrency allows: progress is written between batches.
+BATCH_PER_SLOT = 2
 DIED = "the worker building this dataset ended before it finished (killed or crashed); call again to retry"
 
 
@@ -285,9 +286,10 @@ def _build(cfg: EcoConfig, row: Dataset, writer: _Writer) -> int:
                  bytesDownloaded=total_bytes - sum(i.size or 0 for i in fetch), tablesDone=0, tablesTotal=None)
     loop = asyncio.new_event_loop()
     try:
-        for k in range(0, len(fetch), BATCH):
+        step = BATCH_PER_SLOT * cfg.eco.max_concurrency
+        for k in range(0, len(fetch), step):
             batch = Plan(root=root, base=PurePosixPath("."), name_max=name_max, path_max=path_max,
-                         confiner=paths.Confiner(root), items=fetch[k:k + BATCH])
+                         confiner=paths.Confiner(root), items=fetch[k:k + step])
             # Checked again here: the store's own directory, hosts and caps, before any byte.
             check(batch, cfg, if_exists="skip", max_bytes=None, max_files=cfg.downloads.max_stack_files)
 

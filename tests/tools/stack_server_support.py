@@ -6,25 +6,84 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from django.db import connection
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from tests.catalog.celery_worker import require_postgres
 from tests.downloads.conftest import token_config
 
 ROOT = Path(__file__).resolve().parents[2]
 LITTER = "DP1.10033.001"
 STORAGE = r"^/storage/"
+
+
+@pytest.fixture
+def broker(redis_url: str, settings: Any) -> Iterator[str]:
+    """The web side sends builds to Redis (the worker's broker) instead of running them here."""
+    from eco_service.celery import app
+
+    require_postgres()
+    old = (app.conf.broker_url, app.conf.task_always_eager)
+    settings.CELERY_BROKER_URL = redis_url
+    app.conf.broker_url, app.conf.task_always_eager = redis_url, False
+    try:
+        yield redis_url
+    finally:
+        app.conf.broker_url, app.conf.task_always_eager = old
+        # The app's cached pools point at this broker: forgotten (kombu keeps the open pool of
+        # this URL for the next test that sends to it).
+        app._after_fork()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def rows_cleared(django_db_blocker: Any) -> Iterator[None]:
+    """The server's threads commit their rows; they go again after the test (on a connection of
+    its own: the test's is inside the transaction that is rolled back)."""
+    yield
+    from django.db import connections
+
+    from tables.models import Dataset
+
+    def clear() -> None:
+        try:
+            Dataset.objects.all().delete()
+        finally:
+            connections.close_all()
+
+    with django_db_blocker.unblock():
+        thread = threading.Thread(target=clear)
+        thread.start()
+        thread.join()
+
+
+def no_server_path(body: dict[str, Any], store: Path) -> None:
+    text = json.dumps(body)
+    assert str(store) not in text and str(store.parent) not in text and '"folder": null' in text
+
+
+def rows() -> list[Any]:
+    from tables.models import Dataset
+
+    return list(Dataset.objects.order_by("created_at"))
 
 
 def server_config(sim: Any, store: Path, **flags: Any) -> Any:

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -19,17 +16,21 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from eco_core.redact import token_hash
-from tests.catalog.celery_worker import require_postgres
 from tests.downloads.conftest import sim_token  # noqa: F401  (fixture)
 from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
-from tests.tools.stack_server_support import (
+from tests.tools.stack_server_support import (  # noqa: F401  (fixtures)
     LITTER,
     STORAGE,
     Worker,
+    broker,
     caller,
+    no_server_path,
     poll,
+    rows,
+    rows_cleared,
     server_config,
     stack,
+    store,
 )
 
 pytestmark = pytest.mark.slow
@@ -37,61 +38,6 @@ pytestmark = pytest.mark.slow
 SEL = {"product": LITTER, "site_codes": ["HARV"], "start_month": "2023-06", "end_month": "2023-07"}
 OTHER = {**SEL, "tables": ["ltr_pertrap"]}
 THIRD = {**SEL, "tables": ["ltr_massdata"]}
-
-
-@pytest.fixture
-def broker(redis_url: str, settings: Any) -> Iterator[str]:
-    """The web side sends builds to Redis (the worker's broker) instead of running them here."""
-    from eco_service.celery import app
-
-    require_postgres()
-    old = (app.conf.broker_url, app.conf.task_always_eager)
-    settings.CELERY_BROKER_URL = redis_url
-    app.conf.broker_url, app.conf.task_always_eager = redis_url, False
-    try:
-        yield redis_url
-    finally:
-        app.conf.broker_url, app.conf.task_always_eager = old
-        # The app's cached pools point at this broker: forgotten (kombu keeps the open pool of
-        # this URL for the next test that sends to it).
-        app._after_fork()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "store"
-
-
-@pytest.fixture
-def rows_cleared(django_db_blocker: Any) -> Iterator[None]:
-    """The server's threads commit their rows; they go again after the test (on a connection of
-    its own: the test's is inside the transaction that is rolled back)."""
-    yield
-    from django.db import connections
-
-    from tables.models import Dataset
-
-    def clear() -> None:
-        try:
-            Dataset.objects.all().delete()
-        finally:
-            connections.close_all()
-
-    with django_db_blocker.unblock():
-        thread = threading.Thread(target=clear)
-        thread.start()
-        thread.join()
-
-
-def _no_server_path(body: dict[str, Any], store: Path) -> None:
-    text = json.dumps(body)
-    assert str(store) not in text and str(store.parent) not in text and '"folder": null' in text
-
-
-def _rows() -> list[Any]:
-    from tables.models import Dataset
-
-    return list(Dataset.objects.order_by("created_at"))
 
 
 async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_result(
@@ -109,7 +55,7 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
                 assert first["state"] == second["state"] == "building"
                 assert first["datasetId"] == second["datasetId"]
                 for body in (first, second):
-                    _no_server_path(body, store)
+                    no_server_path(body, store)
                     assert body["nextSteps"][0]["arguments"] == {"dataset_id": body["datasetId"]}
                 seen: list[dict[str, Any]] = []
                 done = await poll(two, first["datasetId"], seen)
@@ -119,7 +65,8 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
     # Built by the worker process, once: its log shows the one task.
     assert worker.log().count("Task tables.build_dataset[") == 2  # received, then succeeded
     building = [b for b in seen if b["state"] == "building"]
-    assert any(b["progress"]["filesTotal"] for b in building), [b["progress"] for b in building]
+    assert any(0 < (b["progress"]["filesDownloaded"] or 0) < b["progress"]["filesTotal"] for b in building), \
+        [b["progress"] for b in building]
     done_counts = [b["progress"]["filesDownloaded"] or 0 for b in seen]
     assert done_counts == sorted(done_counts)
     assert done["progress"]["phase"] == "ready" and done["progress"]["filesDownloaded"] == done["progress"]["filesTotal"]
@@ -137,8 +84,8 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
     assert not (store / ".sources" / done["datasetId"]).exists()
     assert again["state"] == "ready" and any("answered from the server's store" in n for n in again["notes"])
     for body in (*seen, again):
-        _no_server_path(body, store)
-    [row] = await sync_to_async(_rows)()
+        no_server_path(body, store)
+    [row] = await sync_to_async(rows)()
     assert row.requested_by in {token_hash(t) for t in tokens} and row.size_bytes > 0 and row.attempts == 1
     assert all(t not in json.dumps([row.selection, row.progress, row.plan, row.error]) for t in tokens)
 
@@ -176,10 +123,10 @@ async def test_a_worker_killed_mid_build_leaves_the_dataset_failed_and_a_retry_c
     assert done["state"] == "ready" and all(t["rows"] > 0 for t in done["tables"])
     folder = store / done["datasetId"]
     assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
-    [row] = await sync_to_async(_rows)()
+    [row] = await sync_to_async(rows)()
     assert row.state == "ready" and row.attempts == 2
     for body in (*seen, failed, retried):
-        _no_server_path(body, store)
+        no_server_path(body, store)
 
 
 async def test_the_store_evicts_its_least_recently_used_dataset_past_its_cap(
@@ -195,8 +142,8 @@ async def test_the_store_evicts_its_least_recently_used_dataset_past_its_cap(
                 for name, sel in (("a", SEL), ("b", OTHER), ("c", THIRD)):
                     ids[name] = (await stack(client, sel))["datasetId"]
                     await poll(client, ids[name], [])
-                rows = {r.dataset_id: r for r in await sync_to_async(_rows)()}
-                sizes = {name: rows[i].size_bytes for name, i in ids.items()}
+                by_id = {r.dataset_id: r for r in await sync_to_async(rows)()}
+                sizes = {name: by_id[i].size_bytes for name, i in ids.items()}
                 assert all(sizes.values())
                 # The cap now holds a and b but not c as well: c, built again, must evict one.
                 from tables import store as store_mod
@@ -214,6 +161,6 @@ async def test_the_store_evicts_its_least_recently_used_dataset_past_its_cap(
                 assert (await stack(client, {"dataset_id": ids["a"]}))["state"] == "ready"
     finally:
         worker.stop()
-    left = {r.dataset_id: r.state for r in await sync_to_async(_rows)()}
+    left = {r.dataset_id: r.state for r in await sync_to_async(rows)()}
     assert left == {ids["a"]: "ready", ids["c"]: "ready"}
     assert not (store / ids["b"]).exists() and (store / ids["a"]).is_dir() and (store / ids["c"]).is_dir()
