@@ -19,7 +19,7 @@ class DatasetAdmin(admin.ModelAdmin):
     list_filter = ("state", "product")
     search_fields = ("dataset_id", "product", "requested_by")
     readonly_fields = ("dataset_id", "product", "selection", "state", "progress", "error", "planned_bytes",
-                       "size_bytes", "attempts", "requested_by", "created_at", "started_at", "finished_at",
+                       "size_bytes", "attempts", "requested_by", "created_at", "queued_at", "started_at", "finished_at",
                        "last_used_at")
     exclude = ("plan",)
 

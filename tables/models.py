@@ -28,6 +28,7 @@ class Dataset(models.Model):
     attempts = models.PositiveIntegerField(default=1)
     requested_by = models.CharField(max_length=32, help_text="One-way hash of the token that asked first.")
     created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField()

@@ -64,6 +64,11 @@ PROGRESS_EVERY_S = 1.0
 # Files per download batch, as concurrency allows: progress is written between batches.
 BATCH_PER_SLOT = 2
 DIED = "the worker building this dataset ended before it finished (killed or crashed); call again to retry"
+# A build no worker has started this long after it was queued was lost (the broker dropped it, or
+# the process that queued it died first): recorded failed, so a call with the selection queues it
+# again. Long, since a busy worker may be late to a build that is still queued.
+QUEUE_WAIT_S = 3600
+LOST = "no worker started this build (lost from the queue); call again to retry"
 
 
 def now() -> datetime:
@@ -117,12 +122,21 @@ def _alive(dataset_id: str) -> bool:
 def lookup(dataset_id: str) -> Dataset | None:
     """The dataset's row; a build whose worker died (started, lock free) is recorded failed."""
     row = Dataset.objects.filter(dataset_id=dataset_id).first()
-    if row is not None and row.state == BUILDING and row.started_at is not None and not _alive(dataset_id):
-        # Read again now the lock is seen free: a build records its end before letting go of it.
+    if row is None or row.state != BUILDING:
+        return row
+    if row.started_at is not None and not _alive(dataset_id):
+        # Conditional on the start read: a build records its end before letting go of its lock.
         n = Dataset.objects.filter(pk=row.pk, state=BUILDING, started_at=row.started_at).update(
             state=FAILED, finished_at=now(), error={"code": "internal_error", "message": DIED, "retryable": True})
         if n:
             log.warning("dataset %s: its build ended without finishing; recorded as failed", dataset_id)
+        row.refresh_from_db()
+    elif (row.started_at is None and row.queued_at is not None
+          and (now() - row.queued_at).total_seconds() > QUEUE_WAIT_S):
+        n = Dataset.objects.filter(pk=row.pk, state=BUILDING, started_at=None, queued_at=row.queued_at).update(
+            state=FAILED, finished_at=now(), error={"code": "internal_error", "message": LOST, "retryable": True})
+        if n:
+            log.warning("dataset %s: no worker started its build; recorded as failed", dataset_id)
         row.refresh_from_db()
     return row
 
@@ -155,14 +169,14 @@ def claim(dataset_id: str, *, product: str, selection: dict[str, Any], plan: dic
                     row = Dataset.objects.create(
                         dataset_id=dataset_id, product=product, selection=selection, plan=plan,
                         planned_bytes=planned_bytes, requested_by=requested_by, last_used_at=stamp,
-                        progress={"phase": "queued"})
+                        queued_at=stamp, progress={"phase": "queued"})
                     return row, True
                 if row.state == FAILED and row.attempts < MAX_ATTEMPTS and not _alive(dataset_id):
                     row.state, row.plan, row.planned_bytes = BUILDING, plan, planned_bytes
                     row.attempts += 1
                     row.error, row.started_at, row.finished_at = None, None, None
                     row.progress = {"phase": "queued", "previousError": row.progress.get("error")}
-                    row.last_used_at = stamp
+                    row.last_used_at = row.queued_at = stamp
                     row.save()
                     return row, True
                 return row, False

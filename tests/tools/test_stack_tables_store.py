@@ -157,3 +157,22 @@ def test_the_admin_lists_the_store_and_its_delete_removes_the_files(ops_store):
     assert resp.status_code == 302
     assert not Dataset.objects.filter(pk=row.pk).exists()
     assert not (ops_store / "DP1.10033.001.basic.2023-06.2023-07.cccc").exists()
+
+
+def test_a_build_no_worker_started_within_the_queue_wait_reads_failed_and_a_call_queues_it_again(ops_store):
+    from tables import store
+    from tables.models import Dataset
+
+    row = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.dddd", state="building", size=0)
+    Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=store.QUEUE_WAIT_S - 60))
+    assert store.lookup(row.dataset_id).state == "building"  # still within the wait
+    Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=store.QUEUE_WAIT_S + 60))
+    lost = store.lookup(row.dataset_id)
+    assert lost.state == "failed" and lost.error["message"] == store.LOST
+    again, queued = store.claim(row.dataset_id, product=LITTER, selection=row.selection, plan={"items": []},
+                                planned_bytes=0, requested_by=token_hash("another"))
+    assert queued and again.state == "building" and again.attempts == 2 and again.error is None
+    assert again.requested_by == token_hash("caller-token")  # who asked first
+    _, queued = store.claim(row.dataset_id, product=LITTER, selection=row.selection, plan={"items": []},
+                            planned_bytes=0, requested_by=token_hash("another"))
+    assert not queued  # building: the second call shares it
