@@ -405,7 +405,7 @@ class StackTablesOutput(Envelope):
     state: Literal["building", "ready", "failed"] = Field("ready", description=(
         "HTTP builds on the server: building (call again with dataset_id to follow it), ready, failed (error)."))
     progress: BuildProgress | None = None
-    error: BuildError | None = None
+    build_error: BuildError | None = Field(None, description="Why the build failed (state failed).")
     folder: str | None = Field(description="The dataset's folder (stdio); null over HTTP, whose server paths "
                                "are never shown.")
     product_code: str
@@ -706,7 +706,7 @@ def _server_answer(row: Any, record: dict[str, Any] | None, *, resolved: dict[st
         return out.model_copy(update={"state": "ready", "progress": progress})
     error = BuildError(**row.error) if row.error else None
     return StackTablesOutput(
-        dataset_id=row.dataset_id, state=row.state, progress=progress, error=error, folder=None,
+        dataset_id=row.dataset_id, state=row.state, progress=progress, build_error=error, folder=None,
         product_code=sel["product"], package=sel["package"], site_codes=sel["siteCodes"], start_month=sel["startMonth"],
         end_month=sel["endMonth"], releases=[], tables=[], files={}, citations=[], totals=totals, resolved=resolved,
         notes=notes, next_steps=steps, source=Source(origin="upstream", endpoints=[endpoint],

@@ -110,7 +110,7 @@ async def test_a_worker_killed_mid_build_leaves_the_dataset_failed_and_a_retry_c
                     await asyncio.sleep(0.2)
                 worker.kill()
                 failed = await poll(client, first["datasetId"], seen, until=("failed",), seconds=60)
-                assert failed["error"]["code"] == "internal_error" and "killed" in failed["error"]["message"]
+                assert failed["buildError"]["code"] == "internal_error" and "killed" in failed["buildError"]["message"]
                 assert failed["nextSteps"][0]["tool"] == "eco_stack_tables"
                 retry_args = failed["nextSteps"][0]["arguments"]
                 fresh_sim.faults.clear()

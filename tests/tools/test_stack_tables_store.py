@@ -89,6 +89,7 @@ async def test_stdio_still_stacks_into_the_download_directory_and_answers_an_id_
         call_tool, fresh_sim, dl_dir):
     built = (await call_tool("eco_stack_tables", SEL)).ok
     assert built["state"] == "ready" and built["folder"] == str(dl_dir / "datasets" / built["datasetId"])
+    assert "error" not in built  # a result's own key: only an error result has it
     again = (await call_tool("eco_stack_tables", {"dataset_id": built["datasetId"]})).ok
     assert again["folder"] == built["folder"] and again["tables"][0]["rows"] == built["tables"][0]["rows"]
     error_of(await call_tool("eco_stack_tables", {"dataset_id": "DP1.10033.001.basic.none"}), "not_found",
