@@ -103,17 +103,25 @@ async def test_a_worker_killed_mid_build_leaves_the_dataset_failed_and_a_retry_c
             async with caller(srv.url, token) as client:
                 first = await stack(client, SEL)
                 seen: list[dict[str, Any]] = []
+                sources = store / ".sources" / first["datasetId"]
+
+                def landed() -> set[str]:
+                    return {p.name for p in sources.rglob("NEON.*") if p.is_file() and not p.name.endswith(".part")}
+
                 deadline = asyncio.get_running_loop().time() + 120
-                while not (seen and seen[-1]["progress"]["phase"] == "downloading"):
-                    assert asyncio.get_running_loop().time() < deadline, seen[-1:]
+                # Killed once the files before the held ones are in and the rest are held mid-transfer.
+                while not (seen and seen[-1]["progress"]["phase"] == "downloading" and len(landed()) == 3):
+                    assert asyncio.get_running_loop().time() < deadline, (seen[-1:], landed())
                     seen.append(await stack(client, {"dataset_id": first["datasetId"]}))
                     await asyncio.sleep(0.2)
                 worker.kill()
+                before = landed()
                 failed = await poll(client, first["datasetId"], seen, until=("failed",), seconds=60)
                 assert failed["buildError"]["code"] == "internal_error" and "killed" in failed["buildError"]["message"]
                 assert failed["nextSteps"][0]["tool"] == "eco_stack_tables"
                 retry_args = failed["nextSteps"][0]["arguments"]
                 fresh_sim.faults.clear()
+                fresh_sim.requests.clear()
                 worker.start()
                 retried = await stack(client, retry_args)
                 assert retried["state"] == "building" and retried["datasetId"] == first["datasetId"]
@@ -121,6 +129,10 @@ async def test_a_worker_killed_mid_build_leaves_the_dataset_failed_and_a_retry_c
     finally:
         worker.stop()
     assert done["state"] == "ready" and all(t["rows"] > 0 for t in done["tables"])
+    # The retry fetched only what had not landed before the kill.
+    refetched = {r.path.rsplit("/", 1)[-1] for r in fresh_sim.requests.matching(STORAGE)}
+    assert len(before) == 3 and not refetched & before
+    assert len(refetched) + len(before) == done["progress"]["filesTotal"]
     folder = store / done["datasetId"]
     assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
     [row] = await sync_to_async(rows)()
