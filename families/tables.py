@@ -713,20 +713,20 @@ def _server_answer(row: Any, record: dict[str, Any] | None, *, resolved: dict[st
                                                      api_base_url=cfg.eco.base_url))
 
 
-def _ready_record(cfg: Any, row: Any) -> dict[str, Any] | None:
-    """A ready dataset's dataset.json (its last use touched), or None when its files are gone:
-    then the row goes too, and the next call with the selection builds it again."""
+def _ready_record(cfg: Any, row: Any) -> tuple[Any, dict[str, Any] | None]:
+    """The row and, when ready, its dataset.json (its last use touched). A ready dataset whose
+    files this process cannot read is recorded failed (store.missing): a call with the selection
+    builds it again, and the reason says what to check."""
     from tables import store
     from tables.models import READY
 
     if row.state != READY:
-        return None
+        return row, None
     record = dataset.load(store.folder_of(cfg, row.dataset_id))
     if record is None:
-        store.delete(row.dataset_id, cfg)
-        return None
+        return store.missing(row), None
     store.touch(row)
-    return record
+    return row, record
 
 
 async def _stack_on_server(args: StackTablesInput, call: CallContext) -> StackTablesOutput:
@@ -740,11 +740,11 @@ async def _stack_on_server(args: StackTablesInput, call: CallContext) -> StackTa
     started = time.monotonic()
     if args.dataset_id is not None:
         row = await catalog_read(store.lookup, args.dataset_id)
-        record = await catalog_read(_ready_record, cfg, row) if row is not None else None
-        if row is None or (row.state == READY and record is None):
+        if row is None:
             raise EcoError("not_found", f"dataset_id: no dataset {args.dataset_id} on this server (never built, "
                            "deleted, or evicted from the store after a long time unused): call with the selection "
                            "to build it", details={"field": "dataset_id"})
+        row, record = await catalog_read(_ready_record, cfg, row)
         return _server_answer(row, record, resolved={}, notes=[], cfg=cfg, endpoint=LISTING_ENDPOINT, started=started)
     idx = await catalog_index(cfg, call.client, need=NEED)
     query, resolved = select(idx, cfg, args)
@@ -765,9 +765,9 @@ async def _stack_on_server(args: StackTablesInput, call: CallContext) -> StackTa
                             cfg.eco.base_url)
     notes: list[str] = []
     row = await catalog_read(store.lookup, key)
-    record = await catalog_read(_ready_record, cfg, row) if row is not None else None
-    if row is not None and row.state == READY and record is None:
-        row = None  # its files were gone (the row went with them): built anew
+    record = None
+    if row is not None:
+        row, record = await catalog_read(_ready_record, cfg, row)
     if row is None or _restartable(row):
         # New (or its last build failed): the citations and issue log are read here, with the
         # caller's token, so the worker needs none.

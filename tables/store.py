@@ -141,6 +141,21 @@ def lookup(dataset_id: str) -> Dataset | None:
     return row
 
 
+MISSING = ("the dataset's files are not in this process's store (removed by hand, or the web and the worker do not "
+           "share tables.store_directory); call again with the selection to build it again")
+
+
+def missing(row: Dataset) -> Dataset:
+    """A ready dataset whose folder this process cannot read, recorded failed."""
+    log.error("dataset %s is ready but its files are not in the store here; recorded as failed (do web and worker "
+              "share tables.store_directory?)", row.dataset_id)
+    Dataset.objects.filter(pk=row.pk, state=READY).update(
+        state=FAILED, error={"code": "internal_error", "message": MISSING, "retryable": True}, size_bytes=0,
+        progress={**row.progress, "phase": "failed"})
+    row.refresh_from_db()
+    return row
+
+
 def touch(row: Dataset) -> None:
     row.last_used_at = now()
     Dataset.objects.filter(pk=row.pk).update(last_used_at=row.last_used_at)

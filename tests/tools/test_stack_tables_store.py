@@ -177,3 +177,19 @@ def test_a_build_no_worker_started_within_the_queue_wait_reads_failed_and_a_call
     _, queued = store.claim(row.dataset_id, product=LITTER, selection=row.selection, plan={"items": []},
                             planned_bytes=0, requested_by=token_hash("another"))
     assert not queued  # building: the second call shares it
+
+
+def test_a_ready_dataset_whose_files_are_gone_reads_failed_with_the_reason_and_can_be_built_again(ops_store):
+    import shutil
+
+    from families.tables import _ready_record
+    from tables import store
+
+    row = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.eeee")
+    shutil.rmtree(ops_store / row.dataset_id)
+    got, record = _ready_record(eco_config.get_config(), row)
+    assert record is None and got.state == "failed" and got.error["message"] == store.MISSING
+    assert "tables.store_directory" in got.error["message"] and str(ops_store) not in json.dumps(got.error)
+    _, queued = store.claim(row.dataset_id, product=LITTER, selection=row.selection, plan={"items": []},
+                            planned_bytes=0, requested_by=token_hash("caller-token"))
+    assert queued
