@@ -25,7 +25,8 @@ RUN pip install --no-cache-dir --no-deps . && python manage.py collectstatic --n
 # Commands run from /app's sources (manage.py, uvicorn's app dir), which pip did not compile, and
 # PYTHONDONTWRITEBYTECODE keeps Python from caching them: compiled once here, not at every start.
 RUN python -m compileall -q eco_core upstream catalog downloads tables families mcp_gateway eco_service upstream_sim
-RUN useradd --create-home eco && mkdir -p /app/data && chown eco /app/data
+# The dataset store's folder exists, owned by eco, so the volume compose mounts there starts so too.
+RUN useradd --create-home eco && mkdir -p /app/data/datasets && chown -R eco /app/data
 USER eco
 EXPOSE 8080
 # X-Forwarded-For/-Proto are believed from no one (uvicorn trusts 127.0.0.1 by default); behind a

@@ -1,5 +1,5 @@
 """The service's settings: one typed model of the spec's `eco.*`, `cache.*`, `limits.*`,
-`downloads.*` and `server.*`, loaded from four layers (highest first):
+`downloads.*`, `tables.*` and `server.*`, loaded from four layers (highest first):
 
     command-line flags  >  ECO_MCP_<SECTION>__<FIELD> environment  >  YAML (--config)  >  defaults
 
@@ -286,6 +286,13 @@ class Tables(_Section):
         "more is stopped (query_too_large), nothing spills to disk."))
     query_threads: int = Field(1, ge=1, le=256, description=(
         "Threads the query engine of one dataset may run a query on."))
+    store_directory: Path | None = Field(None, description=(
+        "The HTTP deployment's dataset store (stacked tables built by the workers; web and worker must share it); "
+        "unset: the data folder's datasets/. stdio stacks into downloads.directory instead."))
+    max_bytes_per_dataset: int = Field(2147483648, ge=1, le=1 << 44, description=(
+        "Source bytes one dataset of the store may stack (HTTP); a larger selection is refused before any byte."))
+    max_store_bytes: int = Field(21474836480, ge=1, le=1 << 48, description=(
+        "Bytes the dataset store may hold (HTTP); past it, the least recently used ready datasets are deleted."))
 
 
 class Server(_Section):
@@ -527,7 +534,7 @@ def _yaml_layer(path: str | os.PathLike[str]) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"--config: {p} must hold a mapping of sections (eco, cache, limits, downloads, server)")
+        raise ConfigError(f"--config: {p} must hold a mapping of sections (eco, cache, limits, downloads, tables, server)")
     return data
 
 

@@ -12,6 +12,10 @@
                                   Redis (every process's), hits and misses of this process
     GET  upstream/rate-limit      the rate budget and NEON's last reported headroom
     GET  upstream/graphql-breaker the GraphQL breaker (this process)
+    GET  datasets                 the dataset store (HTTP stacks): each dataset's selection, size, state,
+                                  last use and who asked (a token hash only), least recently used last;
+                                  the store's bytes and cap (limit/offset, optional state)
+    DELETE datasets/{id}          delete one: its row and its files (a build under way discards its work)
     GET  openapi.json             this API's OpenAPI document (public: it holds no data)
     GET  docs                     its interactive docs (django-ninja's Swagger UI, public like the
                                   document; its scripts and styles are served from this service's
@@ -287,6 +291,72 @@ def refresh_state(request: HttpRequest, refresh_id: str) -> Status:
     if state is None:
         return Status(404, {"detail": f"no refresh with id {refresh_id[:64]!r} (ids are kept for a day)"})
     return Status(200, state)
+
+
+# ---------------------------------------------------------------------- dataset store
+class DatasetEntry(Schema):
+    dataset_id: str = Field(alias="datasetId")
+    product: str
+    selection: dict[str, Any]
+    state: Literal["building", "ready", "failed"]
+    progress: dict[str, Any]
+    error: dict[str, Any] | None = None
+    size_bytes: int = Field(alias="sizeBytes", description="On disk once ready.")
+    planned_bytes: int = Field(alias="plannedBytes", description="Source bytes of its plan.")
+    attempts: int
+    requested_by: str = Field(alias="requestedBy", description="One-way hash of the token that asked first.")
+    created_at: datetime = Field(alias="createdAt")
+    finished_at: datetime | None = Field(None, alias="finishedAt")
+    last_used_at: datetime = Field(alias="lastUsedAt")
+
+
+class DatasetPage(Schema):
+    items: list[DatasetEntry]
+    total: int
+    offset: int
+    limit: int
+    next_offset: int | None = Field(None, alias="nextOffset")
+    store_bytes: int = Field(alias="storeBytes", description="Bytes of the ready datasets.")
+    max_store_bytes: int = Field(alias="maxStoreBytes", description="tables.max_store_bytes.")
+
+
+class DatasetQuery(Schema):
+    limit: int = Field(50, ge=1, le=200)
+    offset: int = Field(0, ge=0, le=10_000_000)
+    state: Literal["building", "ready", "failed"] | None = None
+
+
+@api.get("/datasets", response=_answers({200: DatasetPage}), by_alias=True, summary="The dataset store")
+def datasets(request: HttpRequest, q: Query[DatasetQuery]) -> dict[str, Any]:
+    from tables import store
+    from tables.models import Dataset
+
+    rows = Dataset.objects.all()
+    if q.state is not None:
+        rows = rows.filter(state=q.state)
+    total = rows.count()
+    # A build whose worker died reads failed (store.lookup records it).
+    page = [(store.lookup(r.dataset_id) or r) if r.state == "building" else r
+            for r in rows.order_by("-last_used_at", "-id")[q.offset:q.offset + q.limit]]
+    items = [{"datasetId": r.dataset_id, "product": r.product, "selection": r.selection, "state": r.state,
+              "progress": r.progress, "error": r.error, "sizeBytes": r.size_bytes, "plannedBytes": r.planned_bytes,
+              "attempts": r.attempts, "requestedBy": r.requested_by, "createdAt": r.created_at,
+              "finishedAt": r.finished_at, "lastUsedAt": r.last_used_at} for r in page]
+    end = q.offset + len(items)
+    return {"items": items, "total": total, "offset": q.offset, "limit": q.limit,
+            "nextOffset": end if end < total else None, "storeBytes": store.store_bytes(),
+            "maxStoreBytes": get_config().tables.max_store_bytes}
+
+
+@api.delete("/datasets/{dataset_id}", response=_answers({200: Message, 404: Message}), by_alias=True,
+            summary="Delete a dataset of the store")
+def delete_dataset(request: HttpRequest, dataset_id: str) -> Status:
+    from tables import store
+
+    # Ids are product.package.months.digest; anything else is not looked up (nor made a path).
+    if not store.DATASET_ID.fullmatch(dataset_id) or not store.delete(dataset_id):
+        return Status(404, {"detail": f"no dataset with id {dataset_id[:200]!r}"})
+    return Status(200, {"detail": f"deleted {dataset_id}"})
 
 
 # ---------------------------------------------------------------------- upstream

@@ -90,6 +90,7 @@ INSTALLED_APPS = [
     "catalog",
     "mcp_gateway",
     "downloads",
+    "tables",
     "upstream_sim",
 ]
 

@@ -340,10 +340,11 @@ def _describe_steps(args: DescribeTablesInput, call: CallContext, product: str, 
 # -- eco_stack_tables ---------------------------------------------------------------------------
 
 class StackTablesInput(ToolInput):
-    product: str = Field(max_length=300, description="Product code or name.")
-    site_codes: Annotated[list[str], Configured("limits.max_sites_per_call", "maxItems")] = Field(
-        min_length=1, description="Site codes or names.")
-    start_month: str = Field(pattern=MONTH_PATTERN)
+    product: str | None = Field(None, max_length=300, description="Product code or name (with site_codes and "
+                                "start_month: the selection).")
+    site_codes: Annotated[list[str] | None, Configured("limits.max_sites_per_call", "maxItems")] = Field(
+        None, min_length=1, description="Site codes or names.")
+    start_month: str | None = Field(None, pattern=MONTH_PATTERN)
     end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     package: Package = "basic"
     release: str | None = Field(None, max_length=64, description="RELEASE-YYYY; default latest per month.")
@@ -351,6 +352,8 @@ class StackTablesInput(ToolInput):
     tables: list[str] | None = Field(None, min_length=1, max_length=50, description=(
         "Only these tables (sensor_positions and science_review_flags always)."))
     max_bytes: int | None = Field(None, ge=1, description="Refuse a selection of more source bytes.")
+    dataset_id: str | None = Field(None, pattern=dataset.DATASET_ID_PATTERN, max_length=200, description=(
+        "Instead of a selection: the dataset an earlier call answered (its state and, once ready, its tables)."))
 
 
 class StackedColumn(WireModel):
@@ -384,9 +387,30 @@ class StackTotals(WireModel):
     seconds: float
 
 
+class BuildProgress(WireModel):
+    phase: str = Field(description="queued, downloading, stacking or ready.")
+    files_total: int | None = None
+    files_downloaded: int | None = None
+    bytes_total: int | None = None
+    bytes_downloaded: int | None = None
+    tables_total: int | None = None
+    tables_done: int | None = None
+
+
+class BuildError(WireModel):
+    code: str
+    message: str
+    retryable: bool
+
+
 class StackTablesOutput(Envelope):
     dataset_id: str
-    folder: str
+    state: Literal["building", "ready", "failed"] = Field("ready", description=(
+        "HTTP builds on the server: building (call again with dataset_id to follow it), ready, failed (error)."))
+    progress: BuildProgress | None = None
+    build_error: BuildError | None = Field(None, description="Why the build failed (state failed).")
+    folder: str | None = Field(description="The dataset's folder (stdio); null over HTTP, whose server paths "
+                               "are never shown.")
     product_code: str
     package: Package
     site_codes: list[str]
@@ -472,14 +496,14 @@ async def _issue_log(call: CallContext, product: str, notes: list[str]) -> list[
     return logs or None
 
 
-def _answer(record: dict[str, Any], folder: Path, rebuilt: set[str], totals: StackTotals, resolved: dict[str, Any],
+def _answer(record: dict[str, Any], folder: Path | None, rebuilt: set[str], totals: StackTotals, resolved: dict[str, Any],
             notes: list[str], steps: list[NextStep], cfg: Any, endpoint: str) -> StackTablesOutput:
     sel = record["selection"]
     tables = [StackedTable(name=t["name"], layout=t["layout"], file=t["file"], rows=t["rows"],
                            columns=[StackedColumn(**c) for c in t["columns"]], time_span=t.get("timeSpan"),
                            rebuilt=t["name"] in rebuilt) for t in record["tables"].values()]
     return StackTablesOutput(
-        dataset_id=record["datasetId"], folder=str(folder), product_code=record["product"],
+        dataset_id=record["datasetId"], folder=None if folder is None else str(folder), product_code=record["product"],
         package=record["package"], site_codes=sel["siteCodes"], start_month=sel["startMonth"],
         end_month=sel["endMonth"], releases=record["releases"], tables=tables,
         files={k: v["file"] for k, v in (record.get("files") or {}).items()},
@@ -498,23 +522,42 @@ def _stack_steps(product: str, record: dict[str, Any]) -> list[NextStep]:
                      why="What each column means, its type and units.")]
 
 
-async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTablesOutput:
+def _selection_of(args: StackTablesInput) -> None:
+    """A dataset id alone, or a selection (product, site_codes, start_month): checked before anything."""
+    if args.dataset_id is not None:
+        extra = [f for f in ("product", "site_codes", "start_month", "end_month", "tables", "release")
+                 if getattr(args, f) is not None]
+        if extra:
+            raise EcoError("invalid_argument", f"dataset_id: give it alone, or a selection without it (also given: "
+                           f"{', '.join(extra)})", details={"field": "dataset_id"})
+        return
+    missing = [f for f in ("product", "site_codes", "start_month") if getattr(args, f) is None]
+    if missing:
+        raise EcoError("invalid_argument", f"{missing[0]}: required (a selection is product, site_codes and "
+                       "start_month; or give dataset_id)", details={"field": missing[0]})
+
+
+class _Listed:
+    """A selection listed and planned: caps, hosts and confinement checked, nothing fetched."""
+
+    def __init__(self, query: Any, resolved: dict[str, Any], plan: Plan, wanted: list[str] | None,
+                 endpoint: str) -> None:
+        self.query, self.resolved, self.plan, self.wanted, self.endpoint = query, resolved, plan, wanted, endpoint
+
+    @property
+    def selection(self) -> dict[str, Any]:
+        q = self.query
+        return {"product": q.product, "siteCodes": list(q.sites), "startMonth": q.start, "endMonth": q.end,
+                "package": q.package, "release": q.release, "includeProvisional": q.include_provisional,
+                "tables": self.wanted}
+
+
+async def _list_and_plan(args: StackTablesInput, call: CallContext, idx: CatalogIndex, plan: Plan, query: Any,
+                         resolved: dict[str, Any]) -> _Listed:
     cfg, client = call.cfg, call.client
-    started = time.monotonic()
-    idx = await catalog_index(cfg, client, need=NEED)
-    if not cfg.downloads_enabled:
-        raise EcoError("feature_unavailable", "downloads are disabled on this server (downloads.enabled): stacking "
-                       "reads its files from the download directory", details={"setting": "downloads.enabled"})
-    query, resolved = select(idx, cfg, args)
     wanted = sorted(set(args.tables)) if args.tables else None
-    ds_id = dataset.dataset_id(query.product, list(query.sites), query.start, query.end, query.package,
-                               query.release, query.include_provisional, wanted)
-    plan = start(cfg, None)
-    # The dataset's folder must resolve inside the download directory, checked before any request.
-    folder = plan.confiner.directory(PurePosixPath(dataset.FOLDER, ds_id), "dataset folder")
     listing = await list_site_months(client, cfg, query)
     endpoint = LISTING_ENDPOINT if len(query.sites) == 1 and query.start == query.end else "POST /data/query"
-    notes: list[str] = []
     if not listing.files:
         raise EcoError("not_found", f"start_month: no data for {query.product} at {', '.join(query.sites)} from "
                        f"{query.start} to {query.end}" + ("" if query.include_provisional else " (released data)"),
@@ -533,15 +576,50 @@ async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTables
     use = stack.needed((f.name for f in listing.files), set(wanted) if wanted else None)
     plan.items = _plan_items(idx, query.product, [f for f in listing.files if f.name in use], plan.base)
     check(plan, cfg, if_exists="skip", max_bytes=args.max_bytes, max_files=cfg.downloads.max_stack_files)
+    return _Listed(query, resolved, plan, wanted, endpoint)
+
+
+def _zero_totals(n: int, started: float) -> StackTotals:
+    return StackTotals(source_files=n, downloaded=0, bytes_transferred=0, tables_rebuilt=0,
+                       seconds=round(time.monotonic() - started, 3))
+
+
+async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTablesOutput:
+    _selection_of(args)
+    if call.transport == "http":
+        return await _stack_on_server(args, call)
+    cfg, client = call.cfg, call.client
+    started = time.monotonic()
+    idx = await catalog_index(cfg, client, need=NEED)
+    if not cfg.downloads_enabled:
+        raise EcoError("feature_unavailable", "downloads are disabled on this server (downloads.enabled): stacking "
+                       "reads its files from the download directory", details={"setting": "downloads.enabled"})
+    plan = start(cfg, None)
+    if args.dataset_id is not None:
+        folder = plan.confiner.directory(PurePosixPath(dataset.FOLDER, args.dataset_id), "dataset_id")
+        record = await asyncio.to_thread(dataset.load, folder)
+        if record is None:
+            raise EcoError("not_found", f"dataset_id: no dataset {args.dataset_id} in the download directory",
+                           details={"field": "dataset_id"})
+        return _answer(record, folder, set(), _zero_totals(len(record.get("sources") or []), started), {},
+                       ["Answered from the dataset's dataset.json (not checked against upstream: call with the "
+                        "selection for that)."], _stack_steps(record["product"], record), cfg, LISTING_ENDPOINT)
+    query, resolved = select(idx, cfg, args)
+    wanted = sorted(set(args.tables)) if args.tables else None
+    ds_id = dataset.dataset_id(query.product, list(query.sites), query.start, query.end, query.package,
+                               query.release, query.include_provisional, wanted)
+    # The dataset's folder must resolve inside the download directory, checked before any request.
+    folder = plan.confiner.directory(PurePosixPath(dataset.FOLDER, ds_id), "dataset folder")
+    listed = await _list_and_plan(args, call, idx, plan, query, resolved)
+    endpoint = listed.endpoint
+    notes: list[str] = []
     sources = [SourceFile(plan.root / i.rel, i.name, i.md5, i.release or PROVISIONAL) for i in plan.items]
     record = await asyncio.to_thread(dataset.load, folder)
     current = record is not None and await asyncio.to_thread(dataset.is_current, record, folder, sources)
     if current and record is not None:
-        totals = StackTotals(source_files=len(sources), downloaded=0, bytes_transferred=0, tables_rebuilt=0,
-                             seconds=round(time.monotonic() - started, 3))
         notes.append("Unchanged upstream since the dataset was stacked: answered from its dataset.json.")
-        return _answer(record, folder, set(), totals, resolved, notes, _stack_steps(query.product, record), cfg,
-                       endpoint)
+        return _answer(record, folder, set(), _zero_totals(len(sources), started), resolved, notes,
+                       _stack_steps(query.product, record), cfg, endpoint)
     # Only what is missing or changed goes to the transfers; what the dataset recorded with the
     # same MD5 and size is on disk already.
     recorded = {(s["name"], s.get("md5")): s.get("size") for s in (record or {}).get("sources") or []}
@@ -561,9 +639,7 @@ async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTables
     releases = sorted({s.release for s in sources})
     cites = await _citations(call, query.product, releases, list(query.sites))
     issue_log = await _issue_log(call, query.product, notes)
-    selection = {"product": query.product, "siteCodes": list(query.sites), "startMonth": query.start,
-                 "endMonth": query.end, "package": query.package, "release": query.release,
-                 "includeProvisional": query.include_provisional, "tables": wanted}
+    selection = listed.selection
 
     def report(p: dataset.Progress) -> None:
         reporter.done = len(fetch) + p.files_done
@@ -585,6 +661,149 @@ async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTables
         notes.append(f"Rebuilt {', '.join(built.rebuilt)} (their sources changed upstream); kept the other tables.")
     return _answer(built.record, folder, set(built.rebuilt), totals, resolved, notes,
                    _stack_steps(query.product, built.record), cfg, endpoint)
+
+
+# -- eco_stack_tables over HTTP: the server's dataset store --------------------------------------
+
+def _server_steps(row: Any, record: dict[str, Any] | None, selection_call: dict[str, Any]) -> list[NextStep]:
+    from tables.models import BUILDING, FAILED
+    from tables.store import MAX_ATTEMPTS
+
+    if row.state == BUILDING:
+        return [NextStep(tool="eco_stack_tables", arguments={"dataset_id": row.dataset_id},
+                         why="The dataset is being built on the server: call again to follow it until it is ready.")]
+    if row.state == FAILED:
+        if row.attempts < MAX_ATTEMPTS:
+            return [NextStep(tool="eco_stack_tables", arguments=selection_call,
+                             why="Call again with the selection to build it again (fresh file URLs).")]
+        return []
+    return _stack_steps(row.product, record) if record is not None else []
+
+
+def _selection_call(sel: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"product": sel["product"], "site_codes": sel["siteCodes"], "start_month": sel["startMonth"],
+                           "end_month": sel["endMonth"]}
+    if sel.get("package") != "basic":
+        out["package"] = sel["package"]
+    if sel.get("release"):
+        out["release"] = sel["release"]
+    if not sel.get("includeProvisional", True):
+        out["include_provisional"] = False
+    if sel.get("tables"):
+        out["tables"] = sel["tables"]
+    return out
+
+
+def _server_answer(row: Any, record: dict[str, Any] | None, *, resolved: dict[str, Any], notes: list[str], cfg: Any,
+                   endpoint: str, started: float) -> StackTablesOutput:
+    """The dataset's state as an HTTP caller may see it: never a server path."""
+    sel = row.selection
+    prog = row.progress or {}
+    progress = BuildProgress(phase=prog.get("phase", row.state), files_total=prog.get("filesTotal"),
+                             files_downloaded=prog.get("filesDownloaded"), bytes_total=prog.get("bytesTotal"),
+                             bytes_downloaded=prog.get("bytesDownloaded"), tables_total=prog.get("tablesTotal"),
+                             tables_done=prog.get("tablesDone"))
+    steps = _server_steps(row, record, _selection_call(sel))
+    totals = _zero_totals(len(row.plan.get("items") or []) if row.plan else prog.get("filesTotal") or 0, started)
+    if record is not None:
+        out = _answer(record, None, set(), totals, resolved, notes, steps, cfg, endpoint)
+        return out.model_copy(update={"state": "ready", "progress": progress})
+    error = BuildError(**row.error) if row.error else None
+    return StackTablesOutput(
+        dataset_id=row.dataset_id, state=row.state, progress=progress, build_error=error, folder=None,
+        product_code=sel["product"], package=sel["package"], site_codes=sel["siteCodes"], start_month=sel["startMonth"],
+        end_month=sel["endMonth"], releases=[], tables=[], files={}, citations=[], totals=totals, resolved=resolved,
+        notes=notes, next_steps=steps, source=Source(origin="upstream", endpoints=[endpoint],
+                                                     api_base_url=cfg.eco.base_url))
+
+
+def _ready_record(cfg: Any, row: Any) -> tuple[Any, dict[str, Any] | None]:
+    """The row and, when ready, its dataset.json (its last use touched). A ready dataset whose
+    files this process cannot read is recorded failed (store.missing): a call with the selection
+    builds it again, and the reason says what to check."""
+    from tables import store
+    from tables.models import READY
+
+    if row.state != READY:
+        return row, None
+    record = dataset.load(store.folder_of(cfg, row.dataset_id))
+    if record is None:
+        return store.missing(row), None
+    store.touch(row)
+    return row, record
+
+
+async def _stack_on_server(args: StackTablesInput, call: CallContext) -> StackTablesOutput:
+    """Over HTTP: the dataset's state in the server's store, its build queued when it is new (or
+    failed before); see tables.store for where the caller's token goes (the listing only)."""
+    from tables import store
+    from tables.models import READY
+    from upstream import context
+
+    cfg = call.cfg
+    started = time.monotonic()
+    if args.dataset_id is not None:
+        row = await catalog_read(store.lookup, args.dataset_id)
+        if row is None:
+            raise EcoError("not_found", f"dataset_id: no dataset {args.dataset_id} on this server (never built, "
+                           "deleted, or evicted from the store after a long time unused): call with the selection "
+                           "to build it", details={"field": "dataset_id"})
+        row, record = await catalog_read(_ready_record, cfg, row)
+        return _server_answer(row, record, resolved={}, notes=[], cfg=cfg, endpoint=LISTING_ENDPOINT, started=started)
+    idx = await catalog_index(cfg, call.client, need=NEED)
+    query, resolved = select(idx, cfg, args)
+    root = store.store_root(cfg)
+    name_max, path_max = paths.limits(root)
+    plan = Plan(root=root / store.SOURCES, base=PurePosixPath(), name_max=name_max, path_max=path_max,
+                confiner=paths.Confiner(root / store.SOURCES))
+    listed = await _list_and_plan(args, call, idx, plan, query, resolved)
+    limit = min(cfg.tables.max_bytes_per_dataset, cfg.tables.max_store_bytes)
+    if plan.bytes > limit:
+        setting = ("tables.max_bytes_per_dataset" if limit == cfg.tables.max_bytes_per_dataset
+                   else "tables.max_store_bytes")
+        raise EcoError("download_limit_exceeded", f"the selection is {plan.bytes} source bytes, at most {limit} per "
+                       f"dataset on this server ({setting}); narrow the sites, months or tables",
+                       details={"bytes": plan.bytes, "maxBytes": limit, "setting": setting, "files": len(plan.items)})
+    selection = listed.selection
+    key = store.dataset_key(selection, [(i.name, i.md5, i.release or PROVISIONAL) for i in plan.items],
+                            cfg.eco.base_url)
+    notes: list[str] = []
+    row = await catalog_read(store.lookup, key)
+    record = None
+    if row is not None:
+        row, record = await catalog_read(_ready_record, cfg, row)
+    if row is None or _restartable(row):
+        # New (or its last build failed): the citations and issue log are read here, with the
+        # caller's token, so the worker needs none.
+        releases = sorted({i.release or PROVISIONAL for i in plan.items})
+        build_plan = {
+            "items": [{"url": i.url, "rel": str(i.rel), "name": i.name, "size": i.size, "md5": i.md5,
+                       "release": i.release, "site": i.site, "month": i.month} for i in plan.items],
+            "citations": await _citations(call, query.product, releases, list(query.sites)),
+            "issueLog": await _issue_log(call, query.product, notes),
+        }
+        acct = context.current()
+        row, queued = await catalog_read(store.claim, key, product=query.product, selection=selection,
+                                         plan=build_plan, planned_bytes=plan.bytes,
+                                         requested_by=acct.identity if acct is not None else "anonymous")
+        if queued:
+            await catalog_read(store.dispatch, key)
+            notes.append("The dataset is being built on the server: call again with dataset_id to follow it.")
+    elif row.state != READY:
+        notes.append("Its builds failed too often; an operator can delete it so it is built anew."
+                     if _restartable(row) is False and row.state == "failed"
+                     else "This dataset is being built already (asked for before): this call shares that build.")
+    else:
+        notes.append("Built before for this selection of the same files: answered from the server's store.")
+    return _server_answer(row, record, resolved=listed.resolved, notes=notes, cfg=cfg, endpoint=listed.endpoint,
+                          started=started)
+
+
+def _restartable(row: Any) -> bool:
+    from tables.models import FAILED
+    from tables.store import MAX_ATTEMPTS
+
+    return row.state == FAILED and row.attempts < MAX_ATTEMPTS
 
 
 def _on_disk(path: Path, size: int | None) -> bool:

@@ -666,6 +666,14 @@ def cache_info_all() -> dict[str, Any]:
     }
 
 
+async def close_loop_client() -> None:
+    """Close the running loop's shared client only: a worker thread's loop ends while the server's
+    loop keeps its own client."""
+    client = _clients.pop(asyncio.get_running_loop(), None)
+    if client is not None:
+        await client.aclose()
+
+
 async def close_clients() -> None:
     """Close the running loop's shared client; forget the others (their loops are gone)."""
     loop = asyncio.get_running_loop()

@@ -27,10 +27,12 @@ TOOLS = [
         title="Stack data tables",
         description=(
             "Stack a product's per-site, per-month CSVs (1-30 sites, a month range) into one typed Parquet file "
-            "per table in the download directory (stdio only), as neonUtilities stacks them: columns typed from "
-            "the variables file, units in the metadata, domainID/siteID/positions, publicationDate, release. "
-            "Files are downloaded MD5-verified; a second call fetches and rebuilds only what changed upstream. "
-            "Answers the dataset folder, rows, columns, time spans and citations. Needs a token."
+            "per table, as neonUtilities stacks them: columns typed from the variables file, units in the metadata, "
+            "domainID/siteID/positions, publicationDate, release; files MD5-verified. stdio: into the download "
+            "directory, answered when done; a second call rebuilds only what changed upstream. HTTP: built on the "
+            "server, shared by callers asking the same selection; the call answers at once with dataset_id and "
+            "state (building with progress, ready, failed): call again with dataset_id until ready. Answers rows, "
+            "columns, time spans and citations. Needs a token."
         ),
         surface="data",
         input_model=tables.StackTablesInput,
@@ -38,7 +40,6 @@ TOOLS = [
         read=tables.stack_tables,
         requires_token=True,
         endpoints=("GET /data/{productCode}/{siteCode}/{yearMonth}", "POST /data/query"),
-        stdio_only=True,
         read_only=False,
         page_lists={},
     ),

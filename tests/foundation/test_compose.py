@@ -47,6 +47,15 @@ def test_compose_refuses_to_start_without_a_secret_and_names_it(tmp_path, missin
     assert f"set {missing} in .env" in out.stderr, out.stderr
 
 
+def test_web_and_worker_share_the_dataset_store_volume_where_the_store_defaults_to():
+    spec = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    mounts = {name: s.get("volumes") or [] for name, s in spec["services"].items()}
+    # The image's data folder is /app/data; the store defaults to its datasets/ (tables.store_directory).
+    assert "datasets:/app/data/datasets" in mounts["web"] and "datasets:/app/data/datasets" in mounts["worker"]
+    assert "datasets" in spec["volumes"]
+    assert "mkdir -p /app/data/datasets && chown -R eco /app/data" in (ROOT / "Dockerfile").read_text()
+
+
 def test_long_running_services_restart_and_the_one_shot_migration_does_not():
     services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
     assert {name: s.get("restart") for name, s in services.items()} == {

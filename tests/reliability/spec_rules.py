@@ -192,7 +192,16 @@ RULES: dict[str, tuple[Rule, ...]] = {
               "spec: char_offset continues a text; past its end it is malformed"),
     ),
     "eco_list_files": (MONTH_ORDER, ONE_SITE_MONTH),
-    "eco_stack_tables": (MONTH_ORDER,),
+    "eco_stack_tables": (
+        MONTH_ORDER,
+        _rule("dataset_id product site_codes start_month end_month tables release", lambda a: (
+            _given(a, "dataset_id") == 1 and _given(a, "product", "site_codes", "start_month", "end_month", "tables",
+                                                    "release") > 0),
+              "eco_stack_tables: a dataset_id goes alone (it names a dataset an earlier call answered)"),
+        _rule("product site_codes start_month", lambda a: (
+            _given(a, "dataset_id") == 0 and _given(a, "product", "site_codes", "start_month") < 3),
+              "eco_stack_tables: a selection is product, site_codes and start_month (or a dataset_id alone)"),
+    ),
     "eco_download_files": (
         MONTH_ORDER, ONE_SITE_MONTH,
         _rule("product prototype_uuid spec_number", lambda a: _given(a, "product", "prototype_uuid",

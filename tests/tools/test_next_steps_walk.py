@@ -86,14 +86,16 @@ def _offset_change(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, 
 
 
 async def test_every_next_step_from_a_seed_per_family_names_a_listed_tool_validates_and_succeeds_over_http(
-        http_server, sim_cfg, sim, sim_token, active_config):
-    cfg = token_config(sim, None, server__transport="http", server__allow_insecure_header_token=True)
+        http_server, sim_cfg, sim, sim_token, active_config, tmp_path):
+    # Stacks a step asks for are built in the server's store: the test's own folder.
+    cfg = token_config(sim, None, server__transport="http", server__allow_insecure_header_token=True,
+                       tables__store_directory=str(tmp_path / "store"))
     active_config(cfg)
     with http_server(cfg) as srv:
         transport = streamable_http_client(srv.url, http_client=create_mcp_http_client(headers={"X-API-Token": sim_token}))
         async with Client(transport, mode="2026-07-28") as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert len(tools) == 20 and "eco_download_files" not in tools
+            assert len(tools) == 21 and "eco_download_files" not in tools and "eco_stack_tables" in tools
             assert {name for name, _ in SEEDS} <= set(tools)
 
             # The instructions an agent reads first name only tools it can call.

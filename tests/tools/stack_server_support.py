@@ -1,0 +1,172 @@
+"""Support for the eco_stack_tables-over-HTTP tests: the server's configuration with a dataset
+store of the test's own, MCP clients each sending its caller's token, polling by dataset_id, and a
+real Celery worker process building the datasets (tests/tools/test_stack_tables_http.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.catalog.celery_worker import require_postgres
+from tests.downloads.conftest import token_config
+
+ROOT = Path(__file__).resolve().parents[2]
+LITTER = "DP1.10033.001"
+STORAGE = r"^/storage/"
+
+
+@pytest.fixture
+def broker(redis_url: str, settings: Any) -> Iterator[str]:
+    """The web side sends builds to Redis (the worker's broker) instead of running them here."""
+    from eco_service.celery import app
+
+    require_postgres()
+    old = (app.conf.broker_url, app.conf.task_always_eager)
+    settings.CELERY_BROKER_URL = redis_url
+    app.conf.broker_url, app.conf.task_always_eager = redis_url, False
+    try:
+        yield redis_url
+    finally:
+        app.conf.broker_url, app.conf.task_always_eager = old
+        # The app's cached pools point at this broker: forgotten (kombu keeps the open pool of
+        # this URL for the next test that sends to it).
+        app._after_fork()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def rows_cleared(django_db_blocker: Any) -> Iterator[None]:
+    """The server's threads commit their rows; they go again after the test (on a connection of
+    its own: the test's is inside the transaction that is rolled back)."""
+    yield
+    from django.db import connections
+
+    from tables.models import Dataset
+
+    def clear() -> None:
+        try:
+            Dataset.objects.all().delete()
+        finally:
+            connections.close_all()
+
+    with django_db_blocker.unblock():
+        thread = threading.Thread(target=clear)
+        thread.start()
+        thread.join()
+
+
+def no_server_path(body: dict[str, Any], store: Path) -> None:
+    text = json.dumps(body)
+    assert str(store) not in text and str(store.parent) not in text and '"folder": null' in text
+
+
+def rows() -> list[Any]:
+    from tables.models import Dataset
+
+    return list(Dataset.objects.order_by("created_at"))
+
+
+def server_config(sim: Any, store: Path, **flags: Any) -> Any:
+    return token_config(sim, None, server__transport="http", server__allow_insecure_header_token=True,
+                        tables__store_directory=str(store), **flags)
+
+
+@contextlib.asynccontextmanager
+async def caller(url: str, token: str) -> AsyncIterator[Client]:
+    """The SDK's MCP client over HTTP, sending `token` in the header HTTP callers send it in."""
+    transport = streamable_http_client(url, http_client=create_mcp_http_client(headers={"X-API-Token": token}))
+    async with Client(transport, mode="2026-07-28") as client:
+        yield client
+
+
+async def stack(client: Client, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool("eco_stack_tables", args)
+    assert not result.is_error, result.structured_content
+    return result.structured_content
+
+
+async def poll(client: Client, dataset_id: str, seen: list[dict[str, Any]], *, until: tuple[str, ...] = ("ready",),
+               seconds: float = 240) -> dict[str, Any]:
+    """Call with the id until the state is one of `until` (every answer goes to `seen`)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        body = await stack(client, {"dataset_id": dataset_id})
+        seen.append(body)
+        if body["state"] in until:
+            return body
+        assert body["state"] == "building" or "failed" in until, body
+        assert time.monotonic() < deadline, f"still {body['state']} after {seconds} s: {body['progress']}"
+        await asyncio.sleep(0.2)
+
+
+class Worker:
+    """`celery -A eco_service worker --pool=solo` on the test database and this test's broker, with
+    the simulator as upstream and the test's store; its log goes to a file (a full pipe would
+    stall it). Runs in its own process group so a kill reaches everything it started."""
+
+    def __init__(self, tmp_path: Path, sim: Any, broker: str, store: Path, **settings: Any) -> None:
+        db = connection.settings_dict
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("ECO_MCP_", "ECO_TOKEN", "ECO_API_TOKEN", "REDIS_URL"))}
+        self.env.update(
+            DATABASE_URL=f"postgresql://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+            CELERY_BROKER_URL=broker, DJANGO_SETTINGS_MODULE="eco_service.settings",
+            ECO_MCP_DATA_DIR=str(tmp_path / "worker-data"), ECO_MCP_ECO__BASE_URL=sim.base_url,
+            ECO_MCP_ECO__GRAPHQL_URL=sim.graphql_url, ECO_MCP_DOWNLOADS__ALLOWED_HOSTS="127.0.0.1,localhost",
+            ECO_MCP_TABLES__STORE_DIRECTORY=str(store),
+        )
+        self.env.update({f"ECO_MCP_{k.upper()}": str(v) for k, v in settings.items()})
+        self.tmp_path = tmp_path
+        self.proc: subprocess.Popen[str] | None = None
+        self.runs = 0
+
+    def start(self) -> Worker:
+        self.runs += 1
+        log = self.tmp_path / f"worker-{self.runs}.log"
+        with log.open("w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "eco_service", "worker", "--pool=solo", "--loglevel=INFO",
+                 "-n", f"stack-{os.getpid()}-{self.runs}@%h", "--without-gossip", "--without-mingle",
+                 "--without-heartbeat"],
+                cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        return self
+
+    def log(self) -> str:
+        return "\n".join((self.tmp_path / f"worker-{n}.log").read_text() for n in range(1, self.runs + 1))
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, sig)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc = None
+
+    def stop(self) -> None:
+        self.kill(signal.SIGTERM)

@@ -1,0 +1,195 @@
+"""The dataset store around eco_stack_tables over HTTP, without a worker: with no broker the build
+runs in the web process and the call still answers at once; the per-dataset cap is refused before
+any byte; a dataset id goes alone and names no path; the ops API and the admin list the store's
+datasets (who asked by token hash only) and delete one with its files. stdio keeps its folder."""
+
+# ruff: noqa: F811  (pytest fixtures imported from other conftest modules are parameters here)
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+from django.test import Client as DjangoClient
+from django.urls import reverse
+
+from eco_core import config as eco_config
+from eco_core.redact import token_hash
+from tests.catalog.celery_worker import require_postgres
+from tests.downloads.conftest import call_tool, dl_dir, sim_token  # noqa: F401  (fixtures)
+from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
+from tests.tools.conftest import error_of
+from tests.tools.stack_server_support import (  # noqa: F401  (fixtures)
+    LITTER,
+    STORAGE,
+    caller,
+    no_server_path,
+    poll,
+    rows,
+    rows_cleared,
+    server_config,
+    stack,
+    store,
+)
+
+SEL = {"product": LITTER, "site_codes": ["HARV"], "start_month": "2023-06", "end_month": "2023-07",
+       "tables": ["ltr_pertrap"]}
+OPS_TOKEN = "ops-token-for-tests-0123456789"
+
+
+async def test_without_a_broker_the_build_runs_in_the_web_process_and_the_call_answers_at_once(
+        http_server, sim_cfg, fresh_sim, active_config, store, rows_cleared):
+    require_postgres()  # the server's threads write rows the test reads
+    token = fresh_sim.issue_token()
+    cfg = active_config(server_config(fresh_sim, store))
+    with http_server(cfg) as srv:
+        async with caller(srv.url, token) as client:
+            first = await stack(client, SEL)
+            assert first["state"] == "building" and first["tables"] == []
+            done = await poll(client, first["datasetId"], [])
+    assert [t["name"] for t in done["tables"]] == ["ltr_pertrap"] and done["tables"][0]["rows"] > 0
+    no_server_path(first, store)
+    no_server_path(done, store)
+    assert (store / done["datasetId"] / "ltr_pertrap.parquet").is_file()
+    [row] = await sync_to_async(rows)()
+    assert row.state == "ready" and row.requested_by == token_hash(token) and row.plan == {}
+
+
+async def test_the_per_dataset_cap_is_refused_before_any_byte_and_nothing_is_recorded(
+        call_tool, fresh_sim, tmp_path):
+    fresh_sim.requests.clear()
+    out = await call_tool("eco_stack_tables", SEL, transport="http", tables__store_directory=str(tmp_path / "s"),
+                          tables__max_bytes_per_dataset=100)
+    err = error_of(out, "download_limit_exceeded")
+    assert err["details"]["setting"] == "tables.max_bytes_per_dataset" and err["details"]["bytes"] > 100
+    assert str(tmp_path) not in json.dumps(err)
+    assert fresh_sim.requests.count(STORAGE) == 0 and not (tmp_path / "s").exists()
+    assert await sync_to_async(rows)() == []
+
+
+async def test_a_dataset_id_goes_alone_is_never_a_path_and_an_unknown_one_is_not_found(call_tool, fresh_sim,
+                                                                                    tmp_path):
+    flags = {"transport": "http", "tables__store_directory": str(tmp_path / "s")}
+    error_of(await call_tool("eco_stack_tables", {**SEL, "dataset_id": "a.b"}, **flags), "invalid_argument",
+             "dataset_id")
+    error_of(await call_tool("eco_stack_tables", {}, **flags), "invalid_argument", "product")
+    for bad in ("../etc", ".hidden", "a/b", "a..b"):
+        error_of(await call_tool("eco_stack_tables", {"dataset_id": bad}, **flags), "invalid_argument", "dataset_id")
+    err = error_of(await call_tool("eco_stack_tables", {"dataset_id": "DP1.10033.001.basic.x"}, **flags),
+                   "not_found", "dataset_id")
+    assert str(tmp_path) not in json.dumps(err)
+    assert fresh_sim.requests.count(STORAGE) == 0
+
+
+async def test_stdio_still_stacks_into_the_download_directory_and_answers_an_id_from_its_folder(
+        call_tool, fresh_sim, dl_dir):
+    built = (await call_tool("eco_stack_tables", SEL)).ok
+    assert built["state"] == "ready" and built["folder"] == str(dl_dir / "datasets" / built["datasetId"])
+    assert "error" not in built  # a result's own key: only an error result has it
+    again = (await call_tool("eco_stack_tables", {"dataset_id": built["datasetId"]})).ok
+    assert again["folder"] == built["folder"] and again["tables"][0]["rows"] == built["tables"][0]["rows"]
+    error_of(await call_tool("eco_stack_tables", {"dataset_id": "DP1.10033.001.basic.none"}), "not_found",
+             "dataset_id")
+
+
+# -- ops API and admin ----------------------------------------------------------------------------
+
+def _dataset(store: Path, dataset_id: str, *, state: str = "ready", size: int = 10, used_minutes_ago: int = 0,
+             token: str | None = "caller-token") -> Any:
+    from tables.models import Dataset
+
+    folder = store / dataset_id
+    folder.mkdir(parents=True)
+    (folder / "t.parquet").write_bytes(b"x" * size)
+    return Dataset.objects.create(
+        dataset_id=dataset_id, product=LITTER, selection={"product": LITTER, "siteCodes": ["HARV"]}, state=state,
+        size_bytes=size, requested_by=token_hash(token), plan={"items": [{"url": "https://signed"}]},
+        last_used_at=datetime.now(UTC) - timedelta(minutes=used_minutes_ago))
+
+
+@pytest.fixture
+def ops_store(active_config, tmp_path, db) -> Path:
+    store = tmp_path / "store"
+    active_config(eco_config.load_config(env={"ECO_MCP_SERVER__OPS_TOKEN": OPS_TOKEN,
+                                              "ECO_MCP_TABLES__STORE_DIRECTORY": str(store)}, warn=False))
+    return store
+
+
+def test_the_ops_api_lists_the_store_by_last_use_and_deletes_a_dataset_with_its_files(ops_store, client):
+    _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.aaaa", used_minutes_ago=30, size=7)
+    _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.bbbb", size=5)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {OPS_TOKEN}"}
+    assert client.get("/api/ops/datasets").status_code == 401
+    listed = client.get("/api/ops/datasets", **auth).json()
+    assert [i["datasetId"][-4:] for i in listed["items"]] == ["bbbb", "aaaa"]
+    assert listed["total"] == 2 and listed["storeBytes"] == 12 and listed["maxStoreBytes"] > 0
+    item = listed["items"][0]
+    assert item["requestedBy"] == token_hash("caller-token") and item["sizeBytes"] == 5 and item["state"] == "ready"
+    assert {"selection", "lastUsedAt", "progress"} <= set(item) and "plan" not in item
+    text = json.dumps(listed)
+    assert "caller-token" not in text and str(ops_store) not in text and "signed" not in text
+    gone = client.delete("/api/ops/datasets/DP1.10033.001.basic.2023-06.2023-07.aaaa", **auth)
+    assert gone.status_code == 200
+    assert not (ops_store / "DP1.10033.001.basic.2023-06.2023-07.aaaa").exists()
+    assert (ops_store / "DP1.10033.001.basic.2023-06.2023-07.bbbb").is_dir()
+    assert client.get("/api/ops/datasets", **auth).json()["total"] == 1
+    assert client.delete("/api/ops/datasets/DP1.10033.001.basic.2023-06.2023-07.aaaa", **auth).status_code == 404
+    assert client.delete("/api/ops/datasets/..", **auth).status_code == 404
+    assert client.get("/api/ops/datasets?state=failed", **auth).json()["items"] == []
+
+
+def test_the_admin_lists_the_store_and_its_delete_removes_the_files(ops_store):
+    from tables.models import Dataset
+
+    staff = DjangoClient()
+    staff.force_login(User.objects.create_superuser("admin", password="x"))
+    row = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.cccc")
+    page = staff.get(reverse("admin:tables_dataset_changelist"))
+    assert page.status_code == 200 and "DP1.10033.001.basic.2023-06.2023-07.cccc" in page.content.decode()
+    assert token_hash("caller-token") in page.content.decode()
+    detail = staff.get(reverse("admin:tables_dataset_change", args=[row.pk])).content.decode()
+    assert "signed" not in detail  # the plan's URLs are not shown
+    resp = staff.post(reverse("admin:tables_dataset_changelist"),
+                      {"action": "delete_selected", "_selected_action": [row.pk], "post": "yes"})
+    assert resp.status_code == 302
+    assert not Dataset.objects.filter(pk=row.pk).exists()
+    assert not (ops_store / "DP1.10033.001.basic.2023-06.2023-07.cccc").exists()
+
+
+def test_a_build_no_worker_started_within_the_queue_wait_reads_failed_and_a_call_queues_it_again(ops_store):
+    from tables import store
+    from tables.models import Dataset
+
+    row = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.dddd", state="building", size=0)
+    Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=store.QUEUE_WAIT_S - 60))
+    assert store.lookup(row.dataset_id).state == "building"  # still within the wait
+    Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=store.QUEUE_WAIT_S + 60))
+    lost = store.lookup(row.dataset_id)
+    assert lost.state == "failed" and lost.error["message"] == store.LOST
+    again, queued = store.claim(row.dataset_id, product=LITTER, selection=row.selection, plan={"items": []},
+                                planned_bytes=0, requested_by=token_hash("another"))
+    assert queued and again.state == "building" and again.attempts == 2 and again.error is None
+    assert again.requested_by == token_hash("caller-token")  # who asked first
+    _, queued = store.claim(row.dataset_id, product=LITTER, selection=row.selection, plan={"items": []},
+                            planned_bytes=0, requested_by=token_hash("another"))
+    assert not queued  # building: the second call shares it
+
+
+def test_a_ready_dataset_whose_files_are_gone_reads_failed_with_the_reason_and_can_be_built_again(ops_store):
+    import shutil
+
+    from families.tables import _ready_record
+    from tables import store
+
+    row = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.eeee")
+    shutil.rmtree(ops_store / row.dataset_id)
+    got, record = _ready_record(eco_config.get_config(), row)
+    assert record is None and got.state == "failed" and got.error["message"] == store.MISSING
+    assert "tables.store_directory" in got.error["message"] and str(ops_store) not in json.dumps(got.error)
+    _, queued = store.claim(row.dataset_id, product=LITTER, selection=row.selection, plan={"items": []},
+                            planned_bytes=0, requested_by=token_hash("caller-token"))
+    assert queued
