@@ -16,6 +16,7 @@ import pytest
 import uvicorn
 
 from catalog import status as catalog_status_mod
+from catalog.models import STATE_NAMES, SUBTREES
 from eco_core.config import EcoConfig, load_config
 from eco_core.memo import memos
 from mcp_gateway import ports
@@ -65,9 +66,15 @@ def fake_catalog(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     state: dict[str, Any] = {"ready": False, "prewarmed": 0}
 
     def catalog_status(cfg: Any = None) -> dict[str, Any]:
-        entry = {"count": 200 if state["ready"] else 0, "ageSeconds": 5 if state["ready"] else None,
-                 "source": "graphql" if state["ready"] else None, "stale": not state["ready"]}
-        return {"ready": state["ready"], "products": dict(entry), "sites": dict(entry)}
+        # Every catalog in the real status's shape: whoever reads it first in a process (eco_ping,
+        # /metrics, the ops API) binds this fake, so each of them must be able to read it.
+        ready = state["ready"]
+        entry = {"count": 200 if ready else 0, "ageSeconds": 5 if ready else None,
+                 "source": "graphql" if ready else None, "refreshedAt": None, "stale": not ready,
+                 "lastError": None, "restBase": None, "graphqlUrl": None, "upstreamMismatch": None}
+        out: dict[str, Any] = {c: dict(entry) for c in STATE_NAMES}
+        out[SUBTREES].update(sitesDone=0, sitesTotal=0, refreshing=False)
+        return {"ready": ready, "degraded": False, **out}
 
     def readiness(cfg: Any = None) -> tuple[bool, dict[str, Any]]:
         if not state["ready"]:
