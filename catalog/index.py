@@ -185,6 +185,8 @@ class ReleaseEntry:
     product_count: int
     artifacts: tuple[dict, ...]
     product_dois: dict[str, str]
+    # As the release record names them; the product catalog may lack a withdrawn product.
+    product_names: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -471,7 +473,8 @@ def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catal
             )
         )
     release_entries = [
-        ReleaseEntry(r.tag, r.uuid, r.generation_date, r.product_count, tuple(r.artifacts), dict(r.product_dois))
+        ReleaseEntry(r.tag, r.uuid, r.generation_date, r.product_count, tuple(r.artifacts), dict(r.product_dois),
+                     dict(r.product_names))
         for r in release_rows
     ]
     return CatalogIndex(

@@ -153,6 +153,8 @@ class ReleaseRow(models.Model):
     artifacts = models.JSONField(default=list)
     # {productCode: doi url}
     product_dois = models.JSONField(default=dict)
+    # {productCode: name}: the record names products that GET /products may no longer list.
+    product_names = models.JSONField(default=dict)
 
     class Meta:
         db_table = "catalog_release"

@@ -266,12 +266,13 @@ def _releases_with_product(idx: CatalogIndex, code: str) -> list[str]:
 def _products(idx: CatalogIndex, entry: ReleaseEntry, query: str | None) -> list[ReleaseProduct]:
     q = (query or "").strip().lower()
     out = []
-    for code, url in sorted(entry.product_dois.items()):
+    for code in sorted(entry.product_dois.keys() | entry.product_names.keys()):
         p = idx.by_code.get(code)
-        name = p.name if p else None
+        # The release record names the products GET /products no longer lists.
+        name = p.name if p else entry.product_names.get(code)
         if q and q not in code.lower() and q not in (name or "").lower():
             continue
-        out.append(ReleaseProduct(product_code=code, product_name=name, doi=bare_doi(url)))
+        out.append(ReleaseProduct(product_code=code, product_name=name, doi=bare_doi(entry.product_dois.get(code))))
     return out
 
 

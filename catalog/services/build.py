@@ -148,6 +148,7 @@ def build_releases(records: list[m.Release]) -> list[ReleaseRow]:
             product_count=len(r.data_products),
             artifacts=[{"name": a.name, "type": a.type, "size": a.size, "md5": a.md5} for a in r.artifacts],
             product_dois={p.product_code: p.product_doi for p in r.data_products if p.product_doi},
+            product_names={p.product_code: p.product_name for p in r.data_products if p.product_name},
         )
         for r in records
         if r.release != "PROVISIONAL"
