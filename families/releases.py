@@ -131,7 +131,8 @@ def _products_only() -> list[Section]:
 
 class GetReleaseInput(ToolInput):
     release: str = Field(min_length=1, max_length=64, description="RELEASE-YYYY, a release uuid, or latest.")
-    include: list[Section] = Field(default_factory=_products_only, max_length=4)
+    include: list[Section] = Field(default_factory=_products_only, max_length=4, description=(
+        "Sections to add: products (the default), sites, artifacts, all; [] is the compact base record."))
     product_query: str | None = Field(None, max_length=300)
     products_limit: int = Field(50, ge=1, le=500)
     products_offset: int = Field(0, ge=0)
@@ -142,7 +143,8 @@ class GetReleaseInput(ToolInput):
     def sections(self) -> set[str]:
         if "all" in self.include:
             return set(SECTIONS)
-        return set(self.include) if self.include else {"products"}
+        # Empty is the compact base record (the spec's convention); absent is the default, products.
+        return set(self.include)
 
 
 class GetReleaseOutput(Envelope):
