@@ -94,6 +94,11 @@ def _product_citation(idx: CatalogIndex, args: GetCitationInput, product: str, w
     rp = resolve.resolve_product(product, index=idx)
     resolved["product"] = rp.echo()
     p = idx.by_code[rp.code]
+    if p.first_month is None:
+        # Neither a release nor provisional data holds a month of it: there is nothing to cite.
+        raise EcoError("not_found", f"product: {p.code} ({p.status}) has no data yet; NEON has published no month "
+                       "of it, so there is nothing to cite", details={"productStatus": p.status, "validReleases": []},
+                       hint="eco_search_products with status ACTIVE finds products with data.")
     notes: list[str] = []
     where = f" (sites {', '.join(sites)})" if sites else ""
     accessed = f"Dataset accessed from {PORTAL}/{p.code}"

@@ -15,7 +15,8 @@ import asyncio
 import hashlib
 import io
 import re
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from pydantic import Field
@@ -29,6 +30,7 @@ from families.call import CallContext
 from upstream import models as um
 from upstream.client import UpstreamClient
 
+T = TypeVar("T")
 PAGES = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 PAGE_BREAK = "\n\n"
 
@@ -66,6 +68,8 @@ async def get_document(args: GetDocumentInput, call: CallContext) -> GetDocument
     if args.extract_text and not _pdf_support():
         raise EcoError("feature_unavailable", "extract_text: the PDF extra (pypdf) is not installed",
                        hint="Install pypdf, or call with extract_text=false for the metadata.")
+    if args.pages is not None:
+        _page_bounds(args.pages)  # a malformed or inverted range is refused before any request
     resolved: dict[str, Any] = {"specNumber": spec_number}
     owner = None
     if args.product is not None:
@@ -78,7 +82,7 @@ async def get_document(args: GetDocumentInput, call: CallContext) -> GetDocument
     truncated = False
     next_offset = chars_total = page_count = None
     if args.extract_text:
-        got = await _document_text(client, cfg, spec_number)
+        got = await _named(spec_number, _document_text(client, cfg, spec_number))
         head = um.DocumentHead.model_validate(got["head"])
         texts: list[str] | None = got["pages"]
         if texts is None:
@@ -101,7 +105,7 @@ async def get_document(args: GetDocumentInput, call: CallContext) -> GetDocument
             if not full:
                 notes.append("The PDF has no extractable text (scanned images?).")
     else:
-        head = await client.document_head(spec_number)
+        head = await _named(spec_number, client.document_head(spec_number))
         if args.pages is not None or args.char_offset:
             notes.append("pages and char_offset apply only with extract_text=true.")
     return GetDocumentOutput(
@@ -157,13 +161,35 @@ def _spec_from_url(url: str, base_url: str) -> str:
     return spec
 
 
-def _page_range(pages: str, count: int) -> tuple[int, int]:
+async def _named(spec_number: str, fetch: Awaitable[T]) -> T:
+    """The fetch, with NEON's 404 told as the unknown spec number the caller gave."""
+    try:
+        return await fetch
+    except EcoError as exc:
+        if exc.code != "not_found":
+            raise
+        raise EcoError("not_found", f"spec_number: NEON has no document {spec_number}",
+                       details={"field": "spec_number", **exc.details},
+                       hint="eco_get_product with include [\"specs\"] lists a product's documents and their spec numbers.") from None
+
+
+def _page_bounds(pages: str) -> tuple[int, int]:
     m = PAGES.match(pages)
     if not m:
         raise EcoError("invalid_argument", f"pages: {pages!r} is not a page ('3') or a range ('2-5')",
                        details={"field": "pages"})
     lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-    if lo < 1 or hi < lo or hi > count:
+    if lo < 1:
+        raise EcoError("invalid_argument", f"pages: {pages!r} starts before page 1", details={"field": "pages"})
+    if hi < lo:
+        raise EcoError("invalid_argument", f"pages: {pages!r} is inverted (page {lo} comes after page {hi}); "
+                       f"give '{hi}-{lo}'", details={"field": "pages"})
+    return lo, hi
+
+
+def _page_range(pages: str, count: int) -> tuple[int, int]:
+    lo, hi = _page_bounds(pages)
+    if hi > count:
         raise EcoError("invalid_argument", f"pages: {pages!r} is outside the document's pages 1-{count}",
                        details={"field": "pages", "pageCount": count})
     return lo, hi
