@@ -84,6 +84,8 @@ class ProductRow(models.Model):
     # [{"release", "generationDate", "doi", "doiGenerationDate"}], oldest first.
     releases = models.JSONField(default=list)
     specs_count = models.PositiveIntegerField(default=0)
+    # [{"specNumber", "specType", "specDescription"}]: which products reference a document.
+    specs = models.JSONField(default=list)
     site_count = models.PositiveIntegerField(default=0)
     first_month = models.CharField(max_length=7, blank=True, default="")
     last_month = models.CharField(max_length=7, blank=True, default="")

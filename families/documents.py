@@ -6,7 +6,8 @@ A document is addressed by spec number or by a documents URL on the configured R
 other URL is refused before a request, so callers can never point the service at an arbitrary
 address. The request itself is always rebuilt from the spec number by the upstream client.
 Extracted text is cached per document (`cache.ttl_s.documents`): paging through a long document
-downloads it once. The catalog is read only to check a `product` the document should belong to.
+downloads it once. The catalog names the products whose specs list the document (and its
+description and type); a `product` the document should belong to is checked against its record.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import Field
 
 from catalog.access import catalog_index
+from catalog.index import CatalogIndex
 from catalog.resolve import resolve_product
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
@@ -72,12 +74,17 @@ async def get_document(args: GetDocumentInput, call: CallContext) -> GetDocument
         _page_bounds(args.pages)  # a malformed or inverted range is refused before any request
     resolved: dict[str, Any] = {"specNumber": spec_number}
     owner = None
+    notes: list[str] = []
+    idx: CatalogIndex | None
     if args.product is not None:
         idx = await catalog_index(cfg, client)
         code = resolve_product(args.product, index=idx).code
         owner = await _owner(client, code, spec_number)
         resolved["product"] = code
-    notes: list[str] = []
+    else:
+        idx = await _catalog_or_none(call, notes)
+    known = idx.documents.get(spec_number) if idx else None
+    referenced = sorted({*(known.products if known else ()), *([resolved["product"]] if owner else [])})
     text = None
     truncated = False
     next_offset = chars_total = page_count = None
@@ -110,14 +117,25 @@ async def get_document(args: GetDocumentInput, call: CallContext) -> GetDocument
             notes.append("pages and char_offset apply only with extract_text=true.")
     return GetDocumentOutput(
         spec_number=spec_number, url=head.url, content_type=head.content_type, size=head.size,
-        filename=head.filename, spec_description=owner.spec_description if owner else None,
-        spec_type=owner.spec_type if owner else None,
-        referenced_by_products=[resolved["product"]] if owner else [],
+        filename=head.filename,
+        spec_description=(owner.spec_description if owner else None) or (known.description if known else None),
+        spec_type=(owner.spec_type if owner else None) or (known.type if known else None),
+        referenced_by_products=referenced,
         text=text, text_truncated=truncated, next_char_offset=next_offset, chars_total=chars_total,
         page_count=page_count, pages=args.pages if text is not None else None,
         resolved=resolved, notes=notes,
         next_steps=_steps(spec_number, head.content_type, next_offset, args),
         source=Source(origin="upstream", endpoints=["/documents/{specNumber}"], api_base_url=cfg.eco.base_url))
+
+
+async def _catalog_or_none(call: CallContext, notes: list[str]) -> CatalogIndex | None:
+    """The catalog, which names the products referencing the document; without it the document
+    itself still reads."""
+    try:
+        return await catalog_index(call.cfg, call.client)
+    except EcoError as exc:
+        notes.append(f"referencedByProducts is empty: the product catalog is unavailable ({exc.code}).")
+        return None
 
 
 def _steps(spec_number: str, content_type: str | None, next_offset: int | None,

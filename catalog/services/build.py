@@ -94,6 +94,8 @@ def build_products(records: list[m.Product]) -> tuple[list[ProductRow], list[Pro
                     for x in rels
                 ],
                 specs_count=len(r.specs),
+                specs=[{"specNumber": x.spec_number, "specType": x.spec_type, "specDescription": x.spec_description}
+                       for x in r.specs],
                 site_count=len(product_cells),
                 first_month=min((c.first_month for c in product_cells), default=""),
                 last_month=max((c.last_month for c in product_cells), default=""),
