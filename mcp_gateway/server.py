@@ -46,6 +46,12 @@ HOUR = 3600 * 1000
 DAY = 24 * HOUR
 
 
+def served_versions() -> list[str]:
+    """Every protocol version this server serves, handshake era included: what server/discover
+    lists and every -32022 names (the SDK's own -32022 names only the modern revision)."""
+    return list(KNOWN_PROTOCOL_VERSIONS)
+
+
 def _wire(
     result: types.CallToolResult | types.InputRequiredResult | dict[str, Any],
 ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
@@ -249,7 +255,7 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
     async def discover(ctx: ServerRequestContext[Any], params: types.RequestParams | None) -> types.DiscoverResult:
         # The SDK lists only the modern revision; older clients are served too, so say so.
         return types.DiscoverResult(
-            supported_versions=list(KNOWN_PROTOCOL_VERSIONS),
+            supported_versions=served_versions(),
             capabilities=server.get_capabilities(protocol_version=ctx.protocol_version),
             instructions=server.instructions,
         )
