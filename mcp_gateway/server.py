@@ -24,11 +24,12 @@ from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
 from eco_core import __version__
 from eco_core.config import EcoConfig
+from eco_core.errors import EcoError
 from families.call import CallContext
 from mcp_gateway import prompts as prompt_specs
 from mcp_gateway import resources as resource_specs
 from mcp_gateway import splice
-from mcp_gateway.calls import execute_for_reply
+from mcp_gateway.calls import error_result, execute_for_reply
 from mcp_gateway.registry import Registry, default_registry
 from mcp_gateway.tokens import TokenChoice, choose_token
 
@@ -113,13 +114,11 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
     ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         spec = registry.get(params.name)
         if spec is None:
+            # The spec's error table: a tool result with isError, not a protocol error.
             known = [s.name for s in registry.listed(http=http)]
             near = _near(params.name, known)
-            raise MCPError(
-                code=INVALID_PARAMS,
-                message=f"Unknown tool: {params.name}",
-                data={"code": "unknown_tool", "name": params.name, "didYouMean": near},
-            )
+            return error_result(EcoError("unknown_tool", f"name: this server has no tool {params.name!r}",
+                                         details={"name": params.name, "didYouMean": near}), stamp)
         choice = _token_choice(ctx)
         caps = ctx.session.client_capabilities
         call = CallContext(
