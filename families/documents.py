@@ -24,6 +24,7 @@ from pydantic import Field
 
 from catalog.access import catalog_index
 from catalog.index import CatalogIndex
+from catalog.outage import DATABASE_DOWN
 from catalog.resolve import resolve_product
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
@@ -135,7 +136,9 @@ async def _catalog_or_none(call: CallContext, notes: list[str]) -> CatalogIndex 
         return await catalog_index(call.cfg, call.client)
     except EcoError as exc:
         notes.append(f"referencedByProducts is empty: the product catalog is unavailable ({exc.code}).")
-        return None
+    except DATABASE_DOWN:
+        notes.append("referencedByProducts is empty: the catalog database is unreachable.")
+    return None
 
 
 def _steps(spec_number: str, content_type: str | None, next_offset: int | None,
