@@ -185,6 +185,8 @@ class ReleaseEntry:
     product_count: int
     artifacts: tuple[dict, ...]
     product_dois: dict[str, str]
+    # As the release record names them; the product catalog may lack a withdrawn product.
+    product_names: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,15 @@ class CatalogInfo:
     # The upstream the catalog was built from (see catalog.status.upstream_mismatch).
     rest_base: str = ""
     graphql_url: str = ""
+
+
+@dataclass(frozen=True)
+class DocumentEntry:
+    """A document (spec) as the product catalog knows it: every product whose specs list it."""
+    spec_number: str
+    products: tuple[str, ...]
+    description: str | None
+    type: str | None
 
 
 @dataclass
@@ -214,6 +225,8 @@ class CatalogIndex:
     vocab: list[str]
     _token_cache: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     built_at: float = field(default_factory=time.monotonic)
+    # spec number -> the document's entry
+    documents: dict[str, DocumentEntry] = field(default_factory=dict)
 
     def product_tokens_for(self, word: str) -> list[tuple[str, float]]:
         """Vocabulary tokens a query word matches, with a quality in (0, 1]: exact 1.0, singular or
@@ -370,7 +383,8 @@ def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catal
     cutoffs = release_cutoffs([c for cs in cells_by_product.values() for c in cs.values()],
                               {r.tag for r in release_rows})
     products: list[ProductEntry] = []
-    for p in ProductRow.objects.all().order_by("product_code"):
+    product_rows = list(ProductRow.objects.all().order_by("product_code"))
+    for p in product_rows:
         product_tags = frozenset(r["release"] for r in p.releases) or None
         cells = {site: replace(c, in_release=shared.by_key(_in_release(c, cutoffs, product_tags)))
                  for site, c in cells_by_product.get(p.product_code, {}).items()}
@@ -471,7 +485,8 @@ def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catal
             )
         )
     release_entries = [
-        ReleaseEntry(r.tag, r.uuid, r.generation_date, r.product_count, tuple(r.artifacts), dict(r.product_dois))
+        ReleaseEntry(r.tag, r.uuid, r.generation_date, r.product_count, tuple(r.artifacts), dict(r.product_dois),
+                     dict(r.product_names))
         for r in release_rows
     ]
     return CatalogIndex(
@@ -486,7 +501,21 @@ def build_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catal
         postings=postings,
         field_of=field_of,
         vocab=sorted(postings),
+        documents=_documents(product_rows),
     )
+
+
+def _documents(rows: list[ProductRow]) -> dict[str, DocumentEntry]:
+    owners: dict[str, list[str]] = {}
+    first: dict[str, dict] = {}
+    for p in rows:
+        for spec in p.specs or ():
+            owners.setdefault(spec["specNumber"], []).append(p.product_code)
+            known = first.setdefault(spec["specNumber"], spec)
+            if not known.get("specDescription") and spec.get("specDescription"):
+                first[spec["specNumber"]] = spec
+    return {n: DocumentEntry(n, tuple(sorted(set(codes))), first[n].get("specDescription") or None,
+                             first[n].get("specType") or None) for n, codes in owners.items()}
 
 
 # -- the per-process holder ----------------------------------------------------------------

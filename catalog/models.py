@@ -84,6 +84,8 @@ class ProductRow(models.Model):
     # [{"release", "generationDate", "doi", "doiGenerationDate"}], oldest first.
     releases = models.JSONField(default=list)
     specs_count = models.PositiveIntegerField(default=0)
+    # [{"specNumber", "specType", "specDescription"}]: which products reference a document.
+    specs = models.JSONField(default=list)
     site_count = models.PositiveIntegerField(default=0)
     first_month = models.CharField(max_length=7, blank=True, default="")
     last_month = models.CharField(max_length=7, blank=True, default="")
@@ -153,6 +155,8 @@ class ReleaseRow(models.Model):
     artifacts = models.JSONField(default=list)
     # {productCode: doi url}
     product_dois = models.JSONField(default=dict)
+    # {productCode: name}: the record names products that GET /products may no longer list.
+    product_names = models.JSONField(default=dict)
 
     class Meta:
         db_table = "catalog_release"

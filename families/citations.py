@@ -29,6 +29,7 @@ from catalog.citation_text import (
 )
 from catalog.index import CatalogIndex
 from catalog.releases import bare_doi
+from eco_core.errors import EcoError
 from eco_core.wire import Envelope, NextStep, Source, ToolInput
 from families.call import CallContext
 
@@ -88,6 +89,12 @@ def _product_citation(idx: CatalogIndex, args: GetCitationInput, product: str, w
                       resolved: dict[str, Any], call: CallContext) -> GetCitationOutput:
     rp = resolve.resolve_product(product, index=idx)
     resolved["product"] = rp.echo()
+    p = idx.by_code[rp.code]
+    if p.first_month is None:
+        # Neither a release nor provisional data holds a month of it: there is nothing to cite.
+        raise EcoError("not_found", f"product: {p.code} ({p.status}) has no data yet; NEON has published no month "
+                       "of it, so there is nothing to cite", details={"productStatus": p.status, "validReleases": []},
+                       hint="eco_search_products with status ACTIVE finds products with data.")
     c = product_citation(idx, rp.code, release=args.release, provisional=args.provisional, sites=sites, when=when,
                          resolved=resolved)
     if c.release is None:

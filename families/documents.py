@@ -6,7 +6,8 @@ A document is addressed by spec number or by a documents URL on the configured R
 other URL is refused before a request, so callers can never point the service at an arbitrary
 address. The request itself is always rebuilt from the spec number by the upstream client.
 Extracted text is cached per document (`cache.ttl_s.documents`): paging through a long document
-downloads it once. The catalog is read only to check a `product` the document should belong to.
+downloads it once. The catalog names the products whose specs list the document (and its
+description and type); a `product` the document should belong to is checked against its record.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import asyncio
 import hashlib
 import io
 import re
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from pydantic import Field
 
 from catalog.access import catalog_index
+from catalog.index import CatalogIndex
+from catalog.outage import DATABASE_DOWN
 from catalog.resolve import resolve_product
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
@@ -29,6 +33,7 @@ from families.call import CallContext
 from upstream import models as um
 from upstream.client import UpstreamClient
 
+T = TypeVar("T")
 PAGES = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 PAGE_BREAK = "\n\n"
 
@@ -66,19 +71,26 @@ async def get_document(args: GetDocumentInput, call: CallContext) -> GetDocument
     if args.extract_text and not _pdf_support():
         raise EcoError("feature_unavailable", "extract_text: the PDF extra (pypdf) is not installed",
                        hint="Install pypdf, or call with extract_text=false for the metadata.")
+    if args.pages is not None:
+        _page_bounds(args.pages)  # a malformed or inverted range is refused before any request
     resolved: dict[str, Any] = {"specNumber": spec_number}
     owner = None
+    notes: list[str] = []
+    idx: CatalogIndex | None
     if args.product is not None:
         idx = await catalog_index(cfg, client)
         code = resolve_product(args.product, index=idx).code
         owner = await _owner(client, code, spec_number)
         resolved["product"] = code
-    notes: list[str] = []
+    else:
+        idx = await _catalog_or_none(call, notes)
+    known = idx.documents.get(spec_number) if idx else None
+    referenced = sorted({*(known.products if known else ()), *([resolved["product"]] if owner else [])})
     text = None
     truncated = False
     next_offset = chars_total = page_count = None
     if args.extract_text:
-        got = await _document_text(client, cfg, spec_number)
+        got = await _named(spec_number, _document_text(client, cfg, spec_number))
         head = um.DocumentHead.model_validate(got["head"])
         texts: list[str] | None = got["pages"]
         if texts is None:
@@ -101,19 +113,32 @@ async def get_document(args: GetDocumentInput, call: CallContext) -> GetDocument
             if not full:
                 notes.append("The PDF has no extractable text (scanned images?).")
     else:
-        head = await client.document_head(spec_number)
+        head = await _named(spec_number, client.document_head(spec_number))
         if args.pages is not None or args.char_offset:
             notes.append("pages and char_offset apply only with extract_text=true.")
     return GetDocumentOutput(
         spec_number=spec_number, url=head.url, content_type=head.content_type, size=head.size,
-        filename=head.filename, spec_description=owner.spec_description if owner else None,
-        spec_type=owner.spec_type if owner else None,
-        referenced_by_products=[resolved["product"]] if owner else [],
+        filename=head.filename,
+        spec_description=(owner.spec_description if owner else None) or (known.description if known else None),
+        spec_type=(owner.spec_type if owner else None) or (known.type if known else None),
+        referenced_by_products=referenced,
         text=text, text_truncated=truncated, next_char_offset=next_offset, chars_total=chars_total,
         page_count=page_count, pages=args.pages if text is not None else None,
         resolved=resolved, notes=notes,
         next_steps=_steps(spec_number, head.content_type, next_offset, args),
         source=Source(origin="upstream", endpoints=["/documents/{specNumber}"], api_base_url=cfg.eco.base_url))
+
+
+async def _catalog_or_none(call: CallContext, notes: list[str]) -> CatalogIndex | None:
+    """The catalog, which names the products referencing the document; without it the document
+    itself still reads."""
+    try:
+        return await catalog_index(call.cfg, call.client)
+    except EcoError as exc:
+        notes.append(f"referencedByProducts is empty: the product catalog is unavailable ({exc.code}).")
+    except DATABASE_DOWN:
+        notes.append("referencedByProducts is empty: the catalog database is unreachable.")
+    return None
 
 
 def _steps(spec_number: str, content_type: str | None, next_offset: int | None,
@@ -157,13 +182,35 @@ def _spec_from_url(url: str, base_url: str) -> str:
     return spec
 
 
-def _page_range(pages: str, count: int) -> tuple[int, int]:
+async def _named(spec_number: str, fetch: Awaitable[T]) -> T:
+    """The fetch, with NEON's 404 told as the unknown spec number the caller gave."""
+    try:
+        return await fetch
+    except EcoError as exc:
+        if exc.code != "not_found":
+            raise
+        raise EcoError("not_found", f"spec_number: NEON has no document {spec_number}",
+                       details={"field": "spec_number", **exc.details},
+                       hint="eco_get_product with include [\"specs\"] lists a product's documents and their spec numbers.") from None
+
+
+def _page_bounds(pages: str) -> tuple[int, int]:
     m = PAGES.match(pages)
     if not m:
         raise EcoError("invalid_argument", f"pages: {pages!r} is not a page ('3') or a range ('2-5')",
                        details={"field": "pages"})
     lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-    if lo < 1 or hi < lo or hi > count:
+    if lo < 1:
+        raise EcoError("invalid_argument", f"pages: {pages!r} starts before page 1", details={"field": "pages"})
+    if hi < lo:
+        raise EcoError("invalid_argument", f"pages: {pages!r} is inverted (page {lo} comes after page {hi}); "
+                       f"give '{hi}-{lo}'", details={"field": "pages"})
+    return lo, hi
+
+
+def _page_range(pages: str, count: int) -> tuple[int, int]:
+    lo, hi = _page_bounds(pages)
+    if hi > count:
         raise EcoError("invalid_argument", f"pages: {pages!r} is outside the document's pages 1-{count}",
                        details={"field": "pages", "pageCount": count})
     return lo, hi

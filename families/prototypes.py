@@ -146,7 +146,9 @@ DEFAULT_INCLUDE: tuple[PSection, ...] = ("files", "locations")
 
 class GetPrototypeInput(ToolInput):
     uuid: str = Field(pattern=UUID_PATTERN)
-    include: list[PSection] = Field(default_factory=lambda: list(DEFAULT_INCLUDE), max_length=6)
+    include: list[PSection] = Field(default_factory=lambda: list(DEFAULT_INCLUDE), max_length=6, description=(
+        "Sections to add: files and locations (the default), descriptions, citations, related, all; [] is the "
+        "compact base record."))
     include_urls: bool = Field(True, description="Signed file URLs (valid about 7 days).")
     files_limit: int = Field(100, ge=1, le=500)
     files_offset: int = Field(0, ge=0)
@@ -155,7 +157,8 @@ class GetPrototypeInput(ToolInput):
     def sections(self) -> set[str]:
         if "all" in self.include:
             return set(SECTIONS)
-        return set(self.include or DEFAULT_INCLUDE)
+        # Empty is the compact base record (the spec's convention); absent is DEFAULT_INCLUDE.
+        return set(self.include)
 
 
 class GetPrototypeOutput(Envelope):

@@ -131,7 +131,8 @@ def _products_only() -> list[Section]:
 
 class GetReleaseInput(ToolInput):
     release: str = Field(min_length=1, max_length=64, description="RELEASE-YYYY, a release uuid, or latest.")
-    include: list[Section] = Field(default_factory=_products_only, max_length=4)
+    include: list[Section] = Field(default_factory=_products_only, max_length=4, description=(
+        "Sections to add: products (the default), sites, artifacts, all; [] is the compact base record."))
     product_query: str | None = Field(None, max_length=300)
     products_limit: int = Field(50, ge=1, le=500)
     products_offset: int = Field(0, ge=0)
@@ -142,7 +143,8 @@ class GetReleaseInput(ToolInput):
     def sections(self) -> set[str]:
         if "all" in self.include:
             return set(SECTIONS)
-        return set(self.include) if self.include else {"products"}
+        # Empty is the compact base record (the spec's convention); absent is the default, products.
+        return set(self.include)
 
 
 class GetReleaseOutput(Envelope):
@@ -266,12 +268,13 @@ def _releases_with_product(idx: CatalogIndex, code: str) -> list[str]:
 def _products(idx: CatalogIndex, entry: ReleaseEntry, query: str | None) -> list[ReleaseProduct]:
     q = (query or "").strip().lower()
     out = []
-    for code, url in sorted(entry.product_dois.items()):
+    for code in sorted(entry.product_dois.keys() | entry.product_names.keys()):
         p = idx.by_code.get(code)
-        name = p.name if p else None
+        # The release record names the products GET /products no longer lists.
+        name = p.name if p else entry.product_names.get(code)
         if q and q not in code.lower() and q not in (name or "").lower():
             continue
-        out.append(ReleaseProduct(product_code=code, product_name=name, doi=bare_doi(url)))
+        out.append(ReleaseProduct(product_code=code, product_name=name, doi=bare_doi(entry.product_dois.get(code))))
     return out
 
 

@@ -62,6 +62,7 @@ async def list_sample_classes(args: ListSampleClassesInput, call: CallContext) -
         entries = (await call.client.supported_sample_classes()).entries
         rows = [SampleClass(key=e.key, description=e.value) for e in entries]
         endpoint = "supportedClasses"
+    unfiltered = len(rows)
     if args.query:
         q = args.query.lower()
         rows = [r for r in rows if q in r.key.lower() or q in (r.description or "").lower()]
@@ -76,10 +77,19 @@ async def list_sample_classes(args: ListSampleClassesInput, call: CallContext) -
         steps.append(NextStep(tool="eco_list_sample_classes",
                               arguments={**args.model_dump(exclude_defaults=True), "offset": pg.next_offset},
                               why="The next page of classes."))
-    notes = [f"Tag {args.sample_tag} belongs to no class."] if args.sample_tag and not pg.total else []
+    notes = _empty_notes(args, unfiltered) if not pg.total else []
     return ListSampleClassesOutput(
         sample_tag=args.sample_tag, items=kept, page=pg, source_endpoint=endpoint, notes=notes,
         next_steps=steps, source=Source(origin="upstream", api_base_url=call.cfg.eco.base_url))
+
+
+def _empty_notes(args: ListSampleClassesInput, unfiltered: int) -> list[str]:
+    """Why nothing is listed: the tag is in no class, or the query matched none of those listed."""
+    if unfiltered and args.query:
+        whose = f"Tag {args.sample_tag} belongs to {unfiltered} class{'es' if unfiltered > 1 else ''}" \
+            if args.sample_tag else f"{unfiltered} classes are supported"
+        return [f"{whose}; none matches query {args.query!r}. Call again without query to list them."]
+    return [f"Tag {args.sample_tag} belongs to no class."] if args.sample_tag else []
 
 
 # -- eco_get_sample ----------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from eco_core.memo import memos
 from eco_core.paging import cap_page_sizes
-from eco_core.wire import Envelope, is_returned_again
+from eco_core.wire import Envelope, Source, is_returned_again
 from families.call import CallContext, InputNeeded
 from mcp_gateway import budget, splice
 from mcp_gateway.arguments import name_segment_field, parse_arguments
@@ -135,11 +135,12 @@ class _Answer:
 
 
 def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> _Answer:
-    plain = is_returned_again(out) and _adds_nothing(call, acct)
+    fix = _source_fix(spec, out.source, acct)
+    plain = fix is None and is_returned_again(out) and _adds_nothing(call, acct)
     kept = _kept_results.get(out, spec, call.cfg) if plain else None
     if kept is not None:
         return _Kept(out, spec, call.cfg, *kept)
-    answer = _fitted(spec, args, out, call, acct)
+    answer = _fitted(spec, args, out, call, acct, fix)
     if plain and answer.text is not None:
         _kept_results.put(out, spec, call.cfg, value=(answer.payload, answer.text), weight=len(answer.text))
         splice.keep_encoded(answer.text)
@@ -147,8 +148,26 @@ def _finish(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: A
 
 
 def _adds_nothing(call: CallContext, acct: Accounting) -> bool:
-    """The call adds nothing of its own to the envelope: its payload is the model's dump."""
-    return not (call.notes or call.token_header_ignored or acct.stale_served or acct.endpoints)
+    """The call adds nothing of its own to the envelope (its source aside, see _source_fix): its
+    payload is the model's dump."""
+    return not (call.notes or call.token_header_ignored or acct.stale_served)
+
+
+def _source_fix(spec: ToolSpec, source: Source, acct: Accounting) -> dict[str, Any] | None:
+    """The answer's source as the tool declares it, or None when the family's already is: each
+    endpoint asked or named once, in its declared form (a family may name a path without its
+    method; a HEAD reads the declared GET), only the tool's declared endpoints (a catalog built
+    during the call asks others), and `cache` for an upstream answer that made no request."""
+    declared = spec.endpoints
+    by_path: dict[str, str] = {}
+    for e in declared:
+        by_path.setdefault(e.split(" ", 1)[-1], e)
+    named = (e if e in declared else by_path.get(e.split(" ", 1)[-1]) for e in (*source.endpoints, *acct.endpoints))
+    endpoints = list(dict.fromkeys(e for e in named if e is not None))
+    origin = "cache" if source.origin == "upstream" and not acct.requests else source.origin
+    if endpoints == source.endpoints and origin == source.origin:
+        return None
+    return {"endpoints": endpoints, "origin": origin}
 
 
 class _Kept(_Answer):
@@ -168,13 +187,14 @@ class _Kept(_Answer):
         return super().dumped()
 
 
-def _fitted(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting) -> _Answer:
+def _fitted(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: Accounting,
+            fix: dict[str, Any] | None) -> _Answer:
     if not isinstance(out, spec.output_model):
         # A read returning anything else is a bug; validating a dict keeps it loud.
         out = spec.output_model.model_validate(out)
     max_bytes = (call.cfg.limits.hard_max_result_bytes if getattr(spec, "fits_own_budget", False)
                  else call.cfg.limits.max_result_bytes)
-    plain = _adds_nothing(call, acct)
+    plain = fix is None and _adds_nothing(call, acct)
     if plain:
         # The payload is exactly the model's dump: pydantic writes its JSON text (in Rust, a
         # fraction of json.dumps' time on a big result, and the same text), and nearly every
@@ -188,7 +208,7 @@ def _fitted(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: A
     notes.extend(added)
     # Whether the payload is still exactly the model's dump: then pydantic writes its JSON text
     # (in Rust, a fraction of json.dumps' time on a big result, and the same text).
-    as_dumped = not (added or call.token_header_ignored or acct.stale_served or acct.endpoints)
+    as_dumped = not (added or call.token_header_ignored or acct.stale_served or fix)
     if call.token_header_ignored:
         notes.append(
             f"The {call.cfg.server.request_token_header} header was ignored: this server accepts callers' "
@@ -197,9 +217,8 @@ def _fitted(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: A
     if acct.stale_served:
         payload["source"]["stale"] = True
         notes.append("Upstream failed; a stale cached answer was served.")
-    for endpoint in acct.endpoints:
-        if endpoint not in payload["source"]["endpoints"]:
-            payload["source"]["endpoints"].append(endpoint)
+    if fix is not None:
+        payload["source"].update(fix)
     if not plain:  # else measured above, and too big
         text = out.model_dump_json(by_alias=True) if as_dumped else budget.encode(payload)
         if budget.encoded_size(text) <= max_bytes:

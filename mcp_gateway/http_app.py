@@ -42,7 +42,7 @@ from eco_core.config import EcoConfig, get_config, set_config
 from mcp_gateway import health, ports, splice
 from mcp_gateway.origin import HostPolicy
 from mcp_gateway.registry import Registry
-from mcp_gateway.server import build_server
+from mcp_gateway.server import build_server, served_versions
 from mcp_gateway.tokens import header_token_problem
 
 log = logging.getLogger("eco.gateway.http")
@@ -255,20 +255,22 @@ class EcoHttpApp:
 
     async def _unsupported_version(self, version: str, receive: Receive, send: Send) -> bytes | None:
         """-32022 (HTTP 400) naming every version served, the request's id echoed when the body
-        (read up to the request size limit) is a JSON-RPC request. A body with a modern envelope
-        is returned instead, for the SDK to compare header and envelope."""
+        (read up to the request size limit) is a JSON-RPC request. A body whose modern envelope
+        names another version is returned instead, for the SDK to answer the disagreement."""
         body = await _read_body(receive, self.cfg.server.max_request_body_size)
         if body is None:
             return None  # the client went away
         parsed = _parse(body, self.cfg.server.max_request_body_size)
         params = parsed.get("params") if isinstance(parsed, dict) else None
         meta = params.get("_meta") if isinstance(params, dict) else None
-        if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
-            return bytes(body)
+        if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta and meta[PROTOCOL_VERSION_META_KEY] != version:
+            return bytes(body)  # the SDK's -32020: header and envelope disagree
         rid = _request_id(parsed)
+        # Answered here when the envelope names the same version too: the SDK's -32022 would
+        # name only the modern revision as supported.
         error = {"code": UNSUPPORTED_PROTOCOL_VERSION, "message": f"Unsupported protocol version {version[:64]!r} "
                  "in the MCP-Protocol-Version header",
-                 "data": {"supported": list(KNOWN_PROTOCOL_VERSIONS), "requested": version[:64]}}
+                 "data": {"supported": served_versions(), "requested": version[:64]}}
         await _send_json(send, 400, {"jsonrpc": "2.0", "id": rid, "error": error})
         return None
 

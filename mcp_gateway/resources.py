@@ -24,13 +24,15 @@ from importlib import resources as pkg_resources
 from typing import Any, Literal
 
 import mcp_types as types
+from django.db.models import Count
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from rapidfuzz import process
 
 from catalog.access import catalog_index, catalog_read
 from catalog.index import CatalogIndex
-from catalog.models import LocationRow
+from catalog.location_trees import stored_trees
+from catalog.models import LocationNodeRow, LocationRow
 from catalog.outage import DATABASE_DOWN
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
@@ -232,8 +234,18 @@ def tool_enum(registry: Registry, tool: str, argument: str) -> list[str] | None:
     return values or None
 
 
-def _location_types() -> list[str]:
-    return sorted(set(LocationRow.objects.values_list("location_type", flat=True)))
+def _location_types(cfg: EcoConfig) -> tuple[list[dict[str, Any]], int]:
+    """Every location type the locations catalog and the servable site subtrees hold, with how
+    many locations have it, and how many sites' subtrees are stored. A site is in both (a catalog
+    SITE row and its subtree's root): each type counts the larger of the two sets, which holds
+    the other."""
+    counts = dict(LocationRow.objects.order_by().values_list("location_type").annotate(n=Count("id")))
+    sites = 0
+    if stored_trees(cfg) is not None:
+        for kind, n in LocationNodeRow.objects.order_by().values_list("location_type").annotate(n=Count("id")):
+            counts[kind] = max(n, counts.get(kind, 0))
+        sites = LocationNodeRow.objects.filter(depth=0).count()
+    return [{"locationType": k, "count": n} for k, n in sorted(counts.items()) if k], sites
 
 
 async def vocabularies(scope: ReadScope) -> str:
@@ -242,7 +254,7 @@ async def vocabularies(scope: ReadScope) -> str:
     themes = sorted({t for p in idx.products for t in p.themes})
     teams = sorted({p.team_abbr for p in idx.products if p.team_abbr})
     releases = sorted((r.tag for r in idx.releases), reverse=True)
-    location_types = await catalog_read(_location_types)
+    location_types, walked = await catalog_read(_location_types, scope.cfg)
     out: dict[str, Any] = {
         "themes": themes,
         "scienceTeams": teams,
@@ -259,8 +271,10 @@ async def vocabularies(scope: ReadScope) -> str:
     }
     missing = sorted(k for k, v in out.items() if v is None)
     out["notes"] = [f"Not offered by this server yet (its tool is not registered): {', '.join(missing)}."] if missing else []
-    out["locationTypesNote"] = ("Types of the catalogued locations (realm, domains, sites); deeper types such as "
-                                "towers and plots appear when walking a site. Type matching is case-insensitive.")
+    out["locationTypesNote"] = (
+        f"Types of the catalogued locations (realm, domains, sites) and of the {walked} stored site subtrees "
+        "(towers, plots, ...), each with its count of locations; a site not yet walked may hold other types. "
+        "Type matching is case-insensitive.")
     return _dump(out)
 
 

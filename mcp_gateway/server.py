@@ -24,11 +24,12 @@ from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
 from eco_core import __version__
 from eco_core.config import EcoConfig
+from eco_core.errors import EcoError
 from families.call import CallContext
 from mcp_gateway import prompts as prompt_specs
 from mcp_gateway import resources as resource_specs
 from mcp_gateway import splice
-from mcp_gateway.calls import execute_for_reply
+from mcp_gateway.calls import error_result, execute_for_reply
 from mcp_gateway.registry import Registry, default_registry
 from mcp_gateway.tokens import TokenChoice, choose_token
 
@@ -50,6 +51,12 @@ INSTRUCTIONS = (
 MIN_5 = 5 * 60 * 1000
 HOUR = 3600 * 1000
 DAY = 24 * HOUR
+
+
+def served_versions() -> list[str]:
+    """Every protocol version this server serves, handshake era included: what server/discover
+    lists and every -32022 names (the SDK's own -32022 names only the modern revision)."""
+    return list(KNOWN_PROTOCOL_VERSIONS)
 
 
 def _wire(
@@ -113,13 +120,11 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
     ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         spec = registry.get(params.name)
         if spec is None:
+            # The spec's error table: a tool result with isError, not a protocol error.
             known = [s.name for s in registry.listed(http=http)]
             near = _near(params.name, known)
-            raise MCPError(
-                code=INVALID_PARAMS,
-                message=f"Unknown tool: {params.name}",
-                data={"code": "unknown_tool", "name": params.name, "didYouMean": near},
-            )
+            return error_result(EcoError("unknown_tool", f"name: this server has no tool {params.name!r}",
+                                         details={"name": params.name, "didYouMean": near}), stamp)
         choice = _token_choice(ctx)
         caps = ctx.session.client_capabilities
         call = CallContext(
@@ -255,7 +260,7 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
     async def discover(ctx: ServerRequestContext[Any], params: types.RequestParams | None) -> types.DiscoverResult:
         # The SDK lists only the modern revision; older clients are served too, so say so.
         return types.DiscoverResult(
-            supported_versions=list(KNOWN_PROTOCOL_VERSIONS),
+            supported_versions=served_versions(),
             capabilities=server.get_capabilities(protocol_version=ctx.protocol_version),
             instructions=server.instructions,
         )

@@ -8,6 +8,7 @@ the first answers are out; requests that need it wait for it (_Setup, _gate)."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import importlib.util
 import logging
@@ -133,6 +134,21 @@ def _gate(server: Server[Any], setup: _Setup) -> Any:
     return gate
 
 
+def _served_in_32022(item: SessionMessage) -> SessionMessage:
+    """The SDK's -32022 names only the modern revision as supported; it names every version
+    served, as server/discover does."""
+    from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+
+    from mcp_gateway.server import served_versions
+
+    error = item.message.error  # type: ignore[union-attr]
+    if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(error.data, dict):
+        return item
+    data = {**error.data, "supported": served_versions()}
+    message = item.message.model_copy(update={"error": error.model_copy(update={"data": data})})
+    return dataclasses.replace(item, message=message)
+
+
 class _AnsweredWriter:
     """The server's write side, noting each request it answers, so the end of input can wait
     for the calls still running, and so the set-up can start once nothing is waiting for an answer."""
@@ -151,6 +167,8 @@ class _AnsweredWriter:
     async def send(self, item: SessionMessage) -> None:
         import mcp_types as types
 
+        if isinstance(item.message, types.JSONRPCError):
+            item = _served_in_32022(item)
         await self.inner.send(item)
         if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
             self.pending.discard(item.message.id)

@@ -108,6 +108,11 @@ def release_json(world: World, tag: str, urls: Urls, artifact: dict) -> dict:
         "productDescription": p["productDescription"],
         "productDoi": world.product_doi(code, rel["release"])["url"],
     } for code, p in world.products.items() if rel["release"] in world.product_releases(code)]
+    gone = world.withdrawn_products
+    products += [{"productCode": code, "productName": gone[code]["productName"],
+                  "productDescription": gone[code]["productDescription"],
+                  "productDoi": world.product_doi(code, rel["release"])["url"]}
+                 for code in world.release_withdrawn(rel["release"])]
     return {
         "release": rel["release"],
         "uuid": rel["uuid"],

@@ -67,6 +67,17 @@ def doi_suffix(r: random.Random) -> str:
         r.choice(alphabet) for _ in range(4))
 
 
+# Simulated (no real NEON product has this code): listed by release records only.
+WITHDRAWN: dict[str, dict] = {
+    "DP1.00090.001": {
+        "productName": "Dual aspirated air temperature",
+        "productDescription": "Air temperature from two platinum resistance thermometers in a fan aspirated "
+                              "shield; withdrawn from the catalog, still named by the releases that published it.",
+        "releases": ("RELEASE-2021", "RELEASE-2022", "RELEASE-2023", "RELEASE-2024"),
+    },
+}
+
+
 class World:
     def __init__(self, seed: int = 1):
         self.seed = seed
@@ -100,6 +111,15 @@ class World:
             idx[r["release"]] = r
             idx[r["uuid"]] = r
         return idx
+
+    @property
+    def withdrawn_products(self) -> dict[str, dict]:
+        """Products that older release records list but GET /products no longer does (NEON drops a
+        withdrawn product from its catalog, not from the releases that published it)."""
+        return {code: dict(p) for code, p in WITHDRAWN.items()}
+
+    def release_withdrawn(self, tag: str) -> list[str]:
+        return [code for code, p in WITHDRAWN.items() if tag in p["releases"]]
 
     @property
     def release_tags(self) -> list[str]:

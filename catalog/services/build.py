@@ -94,6 +94,8 @@ def build_products(records: list[m.Product]) -> tuple[list[ProductRow], list[Pro
                     for x in rels
                 ],
                 specs_count=len(r.specs),
+                specs=[{"specNumber": x.spec_number, "specType": x.spec_type, "specDescription": x.spec_description}
+                       for x in r.specs],
                 site_count=len(product_cells),
                 first_month=min((c.first_month for c in product_cells), default=""),
                 last_month=max((c.last_month for c in product_cells), default=""),
@@ -148,6 +150,7 @@ def build_releases(records: list[m.Release]) -> list[ReleaseRow]:
             product_count=len(r.data_products),
             artifacts=[{"name": a.name, "type": a.type, "size": a.size, "md5": a.md5} for a in r.artifacts],
             product_dois={p.product_code: p.product_doi for p in r.data_products if p.product_doi},
+            product_names={p.product_code: p.product_name for p in r.data_products if p.product_name},
         )
         for r in records
         if r.release != "PROVISIONAL"

@@ -18,7 +18,7 @@ _PRODUCT_FIELDS = """
     productCode productName productDescription productStatus productScienceTeam
     productPublicationFormatType productHasExpanded themes keywords
     releases { release generationDate productDoi { url generationDate } }
-    specs { specNumber }
+    specs { specNumber specType specDescription }
     siteCodes { siteCode availableReleases { release availableMonths } }
 """
 

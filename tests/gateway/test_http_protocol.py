@@ -78,13 +78,14 @@ def test_a_batch_or_an_envelope_without_method_is_an_invalid_request(http_server
     assert no_method.json()["error"]["code"] == -32600
 
 
-def test_unknown_tool_is_32602_with_code_unknown_tool_and_did_you_mean(http_server):
+def test_unknown_tool_is_an_error_result_with_code_unknown_tool_and_did_you_mean(http_server):
     body, headers = modern_request("tools/call", {"name": "eco_pnig", "arguments": {}})
     with http_server() as srv:
-        err = reply(httpx.post(srv.url, json=body, headers=headers))["error"]
-    assert err["code"] == -32602
-    assert err["data"]["code"] == "unknown_tool"
-    assert err["data"]["didYouMean"][0] == "eco_ping"
+        result = reply(httpx.post(srv.url, json=body, headers=headers))["result"]
+    assert result["isError"] is True
+    err = result["structuredContent"]["error"]
+    assert err["code"] == "unknown_tool"
+    assert err["details"]["didYouMean"][0] == "eco_ping"
 
 
 def test_unknown_resource_is_32602_with_not_found_the_uri_and_did_you_mean(http_server):

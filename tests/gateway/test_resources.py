@@ -116,7 +116,7 @@ async def test_vocabularies_equal_the_catalog_and_the_tools_schemas(http_server,
     assert vocab["releases"] == sorted((r.tag for r in idx.releases), reverse=True)
     assert vocab["latestRelease"] == vocab["releases"][0] and "PROVISIONAL" not in vocab["releases"]
     types_in_db = await sync_to_async(lambda: sorted(set(LocationRow.objects.values_list("location_type", flat=True))))()
-    assert vocab["locationTypes"] == types_in_db and "SITE" in types_in_db
+    assert [t["locationType"] for t in vocab["locationTypes"]] == types_in_db and "SITE" in types_in_db
     reg = default_registry()
     assert vocab["productStatuses"] == ["ACTIVE", "FUTURE", "RETIRED", "ALL"]
     assert vocab["taxonTypes"] == resources.tool_enum(reg, "eco_search_taxonomy", "taxon_type_code")

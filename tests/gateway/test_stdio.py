@@ -48,7 +48,7 @@ def test_stdout_carries_only_json_rpc_lines_while_logs_go_to_stderr(stdio_env):
     by_id = {m["id"]: m for m in messages}
     assert "eco_ping" in [t["name"] for t in by_id[1]["result"]["tools"]]
     assert by_id[2]["result"]["structuredContent"]["transport"] == "stdio"
-    assert by_id[3]["error"]["data"]["code"] == "unknown_tool"
+    assert by_id[3]["result"]["isError"] and by_id[3]["result"]["structuredContent"]["error"]["code"] == "unknown_tool"
     assert "serving MCP on stdio" in proc.stderr
 
 

@@ -49,5 +49,5 @@ def test_typescript_sdk_client_lists_calls_and_sees_unknown_tool_error(http_serv
     body = out["ping"]["structuredContent"]
     assert body["pong"] == "ok" and body["transport"] == "http" and body["protocolVersion"] == version
     assert "io.eco-mcp/upstream" in out["ping"]["meta"]
-    assert out["unknown"]["code"] == -32602
-    assert out["unknown"]["data"]["code"] == "unknown_tool"
+    assert out["unknown"]["isError"] is True, out["unknown"]
+    assert out["unknown"]["structuredContent"]["error"]["code"] == "unknown_tool"

@@ -84,7 +84,7 @@ async def check_headers(response: Any) -> None:
 async def _checked(client: Client, name: str, arguments: dict[str, Any]) -> Any:
     try:
         result = await client.call_tool(name, arguments)
-    except Exception as exc:  # a JSON-RPC error (an unknown tool): its text must be clean too
+    except Exception as exc:  # a JSON-RPC error: its text must be clean too
         clean(f"the error of {name}", f"{exc!r} {getattr(exc, 'error', '')!r}")
         return exc
     clean(f"the result of {name} {arguments}", result.model_dump_json())
@@ -205,7 +205,8 @@ async def _http_traffic(http_server: Any, cfg: Any, sim: Any, registry: Any) -> 
             clean("the requestState", first.request_state)
             assert_valid_tool_result(tools["eco_get_sample"], await _checked(
                 client, "eco_get_sample", {"sample_tag": Samples.SHARED_TAG}))
-            assert isinstance(await _checked(client, "eco_canary_no_such_tool", {}), Exception)
+            unknown = await _checked(client, "eco_canary_no_such_tool", {})
+            assert unknown.is_error and unknown.structured_content["error"]["code"] == "unknown_tool"
             resources = (await client.list_resources()).resources
             assert resources
             for resource in resources:
@@ -271,7 +272,8 @@ def _check_stdio(answers: dict[int, dict[str, Any]], downloads: Path) -> None:
     assert {f["status"] for f in ok[3]["files"]} == {"downloaded"}
     assert ok[5]["tables"] and (downloads / "datasets" / ok[5]["datasetId"] / "dataset.json").is_file()
     assert answers[4]["result"]["isError"] and answers[6]["result"]["isError"]
-    assert answers[7]["error"]["data"]["code"] == "unknown_tool"
+    assert answers[7]["result"]["isError"]
+    assert answers[7]["result"]["structuredContent"]["error"]["code"] == "unknown_tool"
     assert any(downloads.rglob("*")) and not list(downloads.rglob("*.part"))
 
 

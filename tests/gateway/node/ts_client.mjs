@@ -11,7 +11,8 @@ const tools = await client.listTools();
 const ping = await client.callTool({ name: 'eco_ping', arguments: { check_api: false } });
 let unknown = null;
 try {
-  await client.callTool({ name: 'eco_pnig', arguments: {} });
+  const result = await client.callTool({ name: 'eco_pnig', arguments: {} });
+  unknown = { isError: result.isError ?? false, structuredContent: result.structuredContent ?? null };
 } catch (err) {
   unknown = { code: err.code, data: err.data ?? null, message: String(err.message) };
 }
