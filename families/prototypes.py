@@ -59,7 +59,7 @@ class PrototypeFile(WireModel):
 # -- eco_search_prototype_datasets -------------------------------------------------------------
 
 class SearchPrototypesInput(ToolInput):
-    query: str | None = Field(None, max_length=500, description="Words that must all appear in title, abstract or keywords.")
+    query: str | None = Field(None, max_length=500, description="All words in title, abstract or keywords.")
     theme: str | None = Field(None, max_length=100, description="Theme prefix, case-insensitive.")
     science_team: str | None = Field(None, max_length=100, description="Team name substring or abbreviation (AOS).")
     site_code: str | None = Field(None, pattern=r"^[A-Za-z]{4}$")
@@ -74,7 +74,7 @@ class SearchPrototypesInput(ToolInput):
 class SearchPrototypesOutput(Envelope):
     items: list[PrototypeDatasetSummary]
     page: Page
-    facets: dict[str, dict[str, int]] = Field(description="themes, scienceTeams, fileTypes (upstream strings).")
+    facets: dict[str, dict[str, int]] = Field(description="themes, scienceTeams, fileTypes.")
 
 
 async def search_prototype_datasets(args: SearchPrototypesInput, call: CallContext) -> SearchPrototypesOutput:
