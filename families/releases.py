@@ -91,7 +91,7 @@ class SiteCore(WireModel):
 
 class ListReleasesInput(ToolInput):
     include_artifact_urls: bool = Field(False, description=(
-        "Signed artifact URLs (valid 7 days)."))
+        "Signed artifact URLs (cached: expire 7 days after NEON signs them)."))
 
 
 class ListReleasesOutput(Envelope):

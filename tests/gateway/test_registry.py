@@ -148,7 +148,7 @@ SHARES = {
     "eco_describe_tables": 3120, "eco_download_files": 3720, "eco_find_locations": 3100, "eco_get_availability": 3970,
     "eco_get_citation": 2230, "eco_get_document": 2310, "eco_get_location": 4190, "eco_get_product": 5880,
     "eco_get_prototype_dataset": 3560, "eco_get_release": 3240, "eco_get_sample": 3150, "eco_get_site": 3710,
-    "eco_graphql": 2340, "eco_list_files": 4510, "eco_list_releases": 1800, "eco_list_sample_classes": 1810,
+    "eco_graphql": 2340, "eco_list_files": 4510, "eco_list_releases": 1830, "eco_list_sample_classes": 1810,
     "eco_ping": 2670, "eco_query_tables": 2270, "eco_search_products": 3300, "eco_search_prototype_datasets": 2800,
     "eco_search_sites": 3290, "eco_search_taxonomy": 2660, "eco_stack_tables": 4220,
 }
