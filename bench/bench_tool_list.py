@@ -11,43 +11,49 @@ tools hidden), as Registry.tools_list_bytes counts them (the `{"tools": [...]}` 
 Figures (bytes; before = b093be4, after = the schema compaction of mcp_gateway.schemas: a type
 used once written where it is used and a shared one once in $defs, output schemas without
 `required` and without a `type` that properties, items or enum values already show, the
-envelope's meaning written once in the server instructions instead of in each schema, and
-descriptions that restated their schema trimmed; every input and output field and its JSON types
-kept, tests/gateway/test_registry.py):
+envelope's meaning (source.origin's values included) and what inputs naming a product, site,
+release or month take written once in the server instructions instead of in each schema, the
+title written once (in annotations, MCP's display-name fallback), tool descriptions cut to when
+to use the tool and what it returns, and field descriptions that restated their name, pattern or
+default dropped; every input and output field and its JSON types kept,
+tests/gateway/test_registry.py):
 
     tool                             before   after  change     input b/a   output b/a  descr b/a
-    eco_describe_tables                4428    3365   -24 %     910/  910   2887/ 1824   248/ 248
-    eco_download_files                 4790    3856   -19 %    1535/ 1521   2350/ 1430   449/ 449
-    eco_find_locations                 4443    3441   -23 %    1183/ 1183   2444/ 1442   406/ 406
-    eco_get_availability               5532    4339   -22 %    1452/ 1389   3445/ 2315   212/ 212
-    eco_get_citation                   3224    2508   -22 %     874/  874   1501/  919   465/ 331
-    eco_get_document                   3225    2547   -21 %     770/  770   1625/ 1003   429/ 373
-    eco_get_location                   5842    4223   -28 %     684/  684   4537/ 2918   250/ 250
-    eco_get_product                    8009    5979   -25 %     995/  995   6427/ 4397   207/ 207
-    eco_get_prototype_dataset          5019    3694   -26 %     675/  675   3646/ 2321   282/ 282
-    eco_get_release                    4660    3369   -28 %     748/  748   3188/ 1897   240/ 240
-    eco_get_sample                     4605    3345   -27 %    1068/ 1068   2701/ 1557   438/ 322
-    eco_get_site                       5484    3900   -29 %     720/  720   4173/ 2589   208/ 208
-    eco_graphql                        3465    2754   -21 %     891/  796   1451/  934   765/ 666
-    eco_list_files                     6217    4648   -25 %    1491/ 1472   4033/ 2483   246/ 246
-    eco_list_releases                  2860    2005   -30 %     271/  271   1980/ 1125   259/ 259
-    eco_list_sample_classes            2697    1976   -27 %     456/  456   1604/  883   250/ 250
-    eco_ping                           4021    2800   -30 %     206/  206   3303/ 2082   177/ 177
-    eco_search_products                4574    3566   -22 %    1481/ 1440   2535/ 1568   186/ 186
-    eco_search_prototype_datasets      3890    2985   -23 %     989/  989   2236/ 1331   279/ 279
-    eco_search_sites                   4620    3566   -23 %    1181/ 1142   2838/ 1823   216/ 216
-    eco_search_taxonomy                3489    2823   -19 %    1311/ 1297   1496/  884   336/ 296
-    eco_stack_tables                   4704    3550   -25 %    1016/ 1011   2820/ 1671   475/ 475
-    all 22 tools (stdio list)         99831   75272   -25 %
-    HTTP list (20 tools)              90335   67864   -25 %
+    eco_describe_tables                4428    3088   -30 %     910/  793   2887/ 1786   248/ 157
+    eco_download_files                 4790    3694   -23 %    1535/ 1521   2350/ 1392   449/ 350
+    eco_find_locations                 4443    3073   -31 %    1183/ 1089   2444/ 1384   406/ 221
+    eco_get_availability               5532    3940   -29 %    1452/ 1148   3445/ 2213   212/ 193
+    eco_get_citation                   3224    2199   -32 %     874/  817   1501/  881   465/ 147
+    eco_get_document                   3225    2275   -29 %     770/  746   1625/  965   429/ 211
+    eco_get_location                   5842    4162   -29 %     684/  766   4537/ 2880   250/ 177
+    eco_get_product                    8009    5847   -27 %     995/  955   6427/ 4359   207/ 183
+    eco_get_prototype_dataset          5019    3529   -30 %     675/  675   3646/ 2283   282/ 190
+    eco_get_release                    4660    3209   -31 %     748/  728   3188/ 1859   240/ 168
+    eco_get_sample                     4605    3117   -32 %    1068/ 1038   2701/ 1519   438/ 194
+    eco_get_site                       5484    3676   -33 %     720/  609   4173/ 2536   208/ 176
+    eco_graphql                        3465    2308   -33 %     891/  702   1451/  809   765/ 475
+    eco_list_files                     6217    4477   -28 %    1491/ 1422   4033/ 2445   246/ 189
+    eco_list_releases                  2860    1797   -37 %     271/  232   1980/ 1087   259/ 157
+    eco_list_sample_classes            2697    1781   -34 %     456/  432   1604/  845   250/ 142
+    eco_ping                           4021    2640   -34 %     206/  196   3303/ 1983   177/ 151
+    eco_query_tables                           2237                   514         1193        228
+    eco_search_products                4574    3267   -29 %    1481/ 1216   2535/ 1530   186/ 180
+    eco_search_prototype_datasets      3890    2774   -29 %     989/  972   2236/ 1274   279/ 178
+    eco_search_sites                   4620    3257   -30 %    1181/ 1019   2838/ 1719   216/ 163
+    eco_search_taxonomy                3489    2627   -25 %    1311/ 1258   1496/  846   336/ 203
+    eco_stack_tables                   4704    4188   -11 %    1016/ 1133   2820/ 2338   475/ 351
+    all 23 tools (stdio list)         99831   73196   -27 %
+    HTTP list (22 tools)              90335   69501   -23 %
 
-So the output schemas lost 38 % (63.2 to 39.4 KB over the 22 tools), the input schemas 1 % (20.9
-to 20.6 KB: their types, bounds and defaults are what a caller needs, and some clients hand them
-to a model as function declarations, which want explicit types), the descriptions 6 % (7.0 to 6.6
-KB). Left in the output schemas: field names (11.9 KB), their types (about 16 KB) and the envelope
-every tool repeats (about 400 bytes a tool). The HTTP list with eco_stack_tables served there too
-is 71,415 bytes, 3,585 under the 75,000 the tests hold it to (tests/gateway/test_registry.py, where
-each tool also has its share: the shares of the tools HTTP lists add up to 72,890).
+eco_query_tables did not exist at b093be4; eco_stack_tables was smaller then (its HTTP build
+state, dataset_id and progress came later), hence its -11 %. The 22 tools that existed at
+b093be4 went from 99,798 to 70,925 bytes of entries (-29 %); per tool from -23 %
+(eco_download_files, whose description keeps its caps) to -37 %. Over the same tools the output
+schemas lost 38 % (63.2 to 38.9 KB), the input schemas 7 % (20.9 to 19.5 KB), the descriptions
+35 % (7.0 to 4.6 KB); left in the output schemas are mostly field names (11 KB) and their types.
+The HTTP list of 22 tools is 69,501 bytes, 5,499 under the 75,000 the tests hold it to
+(tests/gateway/test_registry.py, where each tool also has its share: the shares of the tools
+HTTP lists add up to 70,193).
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ camelCase on the wire."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 from eco_core.memo import memos
@@ -68,8 +68,8 @@ class NextStep(WireModel):
 class Source(WireModel):
     # Where the answer came from, so the agent can judge freshness and cost. Every tool's schema
     # repeats this model, so it carries no descriptions: the server's instructions say once what
-    # the envelope's fields mean (mcp_gateway.server).
-    origin: Literal["local", "catalog", "upstream", "cache", "mixed"] = "local"
+    # the envelope's fields mean (mcp_gateway.server), origin's values included.
+    origin: Annotated[Literal["local", "catalog", "upstream", "cache", "mixed"], WithJsonSchema({"type": "string"})] = "local"
     endpoints: list[str] = Field(default_factory=list)
     api_base_url: str | None = None
     stale: bool = False

@@ -61,28 +61,27 @@ class AvailabilityRow(WireModel):
                                      description="Absent: the answer's (or none known).")
     site_code: str | None = Field(None, exclude_if=_absent_if_none, description="Absent: the answer's siteCode.")
     site_name: str | None = Field(None, exclude_if=_absent_if_none, description="Absent: the answer's (or none known).")
-    month_count: int = Field(description="Months with data in any kept release, each counted once.")
+    month_count: int = Field(description="Distinct months with data.")
     provisional_month_count: int
     first_month: str
     last_month: str
     by_release: dict[str, list[str] | int] = Field(
         default_factory=dict,
-        description="The row's months per release, PROVISIONAL too: YYYY-MM/YYYY-MM ranges, months or counts "
-                    "(per format).")
+        description="Per release (PROVISIONAL too): ranges, months or counts per format.")
 
 
 class AvailabilityInput(ToolInput):
-    product: str | None = Field(None, max_length=300, description="Product code or name.")
-    site: str | None = Field(None, max_length=200, description="Site code or name.")
+    product: str | None = Field(None, max_length=300)
+    site: str | None = Field(None, max_length=200)
     site_codes: list[str] | None = Field(None, min_length=1, max_length=81,
-                                         description="Product mode: only these sites (codes or names).")
+                                         description="Product mode: only these sites.")
     domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="Product mode: only sites there.")
     product_codes: list[str] | None = Field(None, min_length=1, max_length=200,
-                                            description="Site mode: only these products (codes or names).")
-    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
-    provisional: Provisional = Field("include", description="Provisional months.")
-    start_month: str | None = Field(None, pattern=MONTH_PATTERN, description="Window start.")
-    end_month: str | None = Field(None, pattern=MONTH_PATTERN, description="Window end.")
+                                            description="Site mode: only these products.")
+    release: str | None = Field(None, max_length=64)
+    provisional: Provisional = Field("include")
+    start_month: str | None = Field(None, pattern=MONTH_PATTERN)
+    end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     format: Format | None = Field(
         None, description="Default ranges (cell mode: months).")
     limit: int = Field(100, ge=1, le=500)

@@ -40,10 +40,10 @@ CitationFormat = Literal["text", "bibtex", "all"]
 
 
 class GetCitationInput(ToolInput):
-    product: str | None = Field(None, max_length=300, description="Product code or name.")
+    product: str | None = Field(None, max_length=300)
     prototype_uuid: str | None = Field(None, max_length=64, description="Cite a prototype dataset instead.")
     release: str = Field("latest", max_length=64, description=(
-        "RELEASE-YYYY, a uuid, or latest: the newest release with a DOI for the product."))
+        "Tag, uuid or latest (the newest with a DOI for the product)."))
     provisional: bool = Field(False, description="Provisional form (no DOI, may change); not with a release.")
     format: CitationFormat = "all"
     accessed_on: str | None = Field(None, max_length=32, description="YYYY-MM-DD; default today (UTC).")

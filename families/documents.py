@@ -42,7 +42,7 @@ class GetDocumentInput(ToolInput):
     spec_number: str | None = Field(None, min_length=1, max_length=100, description="e.g. NEON.DOC.000780vB.")
     url: str | None = Field(None, max_length=500, description="A documents URL on the upstream REST base.")
     product: str | None = Field(None, max_length=300, description="Check the document belongs to this product.")
-    extract_text: bool = Field(False, description="Read the PDF's text in memory (nothing written to disk).")
+    extract_text: bool = Field(False, description="Read the PDF's text (in memory).")
     max_chars: int = Field(20000, ge=500, le=100000)
     char_offset: int = Field(0, ge=0)
     pages: str | None = Field(None, max_length=20, description="PDF pages: '3' or '2-5'.")

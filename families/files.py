@@ -58,11 +58,11 @@ class FileSummary(WireModel):
 class ListFilesInput(FileSelectors):
     product: str = Field(max_length=300)
     site_codes: Annotated[list[str], Configured("limits.max_sites_per_call", "maxItems")] = Field(
-        min_length=1, description="Site codes or names.")
+        min_length=1)
     start_month: str = Field(pattern=MONTH_PATTERN)
     end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     package: Package = "basic"
-    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY; default latest per month.")
+    release: str | None = Field(None, max_length=64, description="Default: latest per month.")
     include_provisional: bool = True
     detail: Detail = "files"
     include_urls: bool = True

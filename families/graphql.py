@@ -19,23 +19,22 @@ NAME_PATTERN = r"^[_A-Za-z][_0-9A-Za-z]*$"
 
 class GraphQLInput(ToolInput):
     query: str | None = Field(None, max_length=1_000_000, description=(
-        "Read-only GraphQL query; its length, depth, aliases and estimated answer size are bounded by the "
-        "limits.graphql_* settings."))
+        "Read-only; size bounded by the limits.graphql_* settings."))
     introspect_type: str | None = Field(None, pattern=NAME_PATTERN, max_length=200,
-                                        description="Describe one type instead of querying (e.g. Site).")
+                                        description="Describe this type instead (e.g. Site).")
     variables: dict[str, Any] | None = None
     operation_name: str | None = Field(None, pattern=NAME_PATTERN, max_length=200,
-                                       description="Which operation to run when the query holds several.")
+                                       description="Which of several operations to run.")
     max_bytes: Annotated[int, Configured("limits.graphql_hard_max_response_bytes", "maximum")] = Field(
         50000, ge=1000, description="Response budget; largest lists are cut to fit.")
 
 
 class GraphQLOutput(Envelope):
-    data: Any = Field(description="NEON's data object (lists may be cut, see truncatedPaths).")
-    errors: list[dict[str, Any]] | None = Field(description="NEON's errors sent alongside data, verbatim.")
-    bytes_total: int = Field(description="Size of the full response before cutting.")
+    data: Any = Field(description="NEON's data (lists may be cut).")
+    errors: list[dict[str, Any]] | None = Field(description="NEON's errors, verbatim.")
+    bytes_total: int = Field(description="Size before cutting.")
     truncated: bool
-    truncated_paths: list[str] = Field(description="JSON paths of the lists that were shortened.")
+    truncated_paths: list[str] = Field(description="Paths of shortened lists.")
     schema_hint: str
 
 

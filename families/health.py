@@ -20,7 +20,7 @@ DOWNLOAD_TOOL = "eco_download_files"
 
 
 class PingInput(ToolInput):
-    check_api: bool = Field(False, description="Also make one ~1 KB upstream request (GET /taxonomy).")
+    check_api: bool = Field(False, description="One small upstream request (GET /taxonomy).")
 
 
 class _Open(WireModel):
@@ -49,8 +49,7 @@ class CatalogStatus(_Open):
     ready: bool = False
     degraded: bool = False
     database: Literal["up", "down"] = Field("up", description=(
-        "down: the catalog database did not answer: catalogs are not listed, and what needs the "
-        "database answers catalog_unavailable."))
+        "down: no catalogs; calls needing them fail catalog_unavailable."))
     catalogs: dict[str, CatalogEntry] = Field(default_factory=dict)
     graphql_breaker: dict[str, Any] | None = None
 

@@ -124,14 +124,14 @@ class FindLocationsInput(ToolInput):
     root: str | None = Field(None, min_length=1, max_length=200,
                              description="REALM (default), a domain, a site code or any location name.")
     site_codes: Annotated[list[str] | None, Configured("limits.max_location_roots", "maxItems")] = Field(
-        None, min_length=1, description="Sites to walk.")
+        None, min_length=1)
     location_type: str | None = Field(None, max_length=100, description=(
         "e.g. SITE, TOWER, CONFIG, 'OS Plot - mam' (any case); required under REALM or a domain."))
     query: str | None = Field(None, max_length=200, description="Substring of name or description.")
     latitude: float | None = Field(None, ge=-90, le=90)
     longitude: float | None = Field(None, ge=-180, le=180)
     radius_km: float = Field(50.0, gt=0, le=5000)
-    include_coordinates: bool = Field(True, description="Coordinates for the page (one batched lookup).")
+    include_coordinates: bool = Field(True)
     max_depth: int = Field(6, ge=1, le=12, description="Levels walked below each root.")
     limit: DefaultLimit = Field(50, ge=1, le=200)
     offset: int = Field(0, ge=0)
@@ -140,7 +140,7 @@ class FindLocationsInput(ToolInput):
 class FindLocationsOutput(Envelope):
     roots: list[LocationRoot]
     location_type: str | None
-    types_available: dict[str, int] | None = Field(description="Count per type seen (site walk without a type).")
+    types_available: dict[str, int] | None = Field(description="Count per type (site walk).")
     hierarchy_nodes_scanned: int
     items: list[LocationSummary]
     page: Page
@@ -298,8 +298,7 @@ def _default_include() -> list[LocationSection]:
 
 class GetLocationInput(ToolInput):
     name: str = Field(min_length=1, max_length=200, description="Case-sensitive, except site and domain codes.")
-    include: list[LocationSection] = Field(default_factory=_default_include, max_length=6, description=(
-        "Sections besides the base record (default: properties); [] is the compact base record, all is every one."))
+    include: list[LocationSection] = Field(default_factory=_default_include, max_length=6, description="[]: the compact base record.")
     location_type: str | None = Field(None, max_length=100, description="Required for REALM and domains.")
     children_limit: int = Field(50, ge=1, le=500)
     children_offset: int = Field(0, ge=0)

@@ -71,13 +71,13 @@ class SearchProductsInput(ToolInput):
     theme: str | None = Field(None, max_length=100, description="Theme prefix.")
     science_team: Literal["AIS", "AOP", "AOS", "TIS", "TOS"] | None = None
     status: Literal["ACTIVE", "FUTURE", "RETIRED", "ALL"] = "ACTIVE"
-    level: int | None = Field(None, ge=1, le=4, description="Data product level.")
-    has_expanded: bool | None = Field(None, description="With (true) or without an expanded package.")
-    site: str | None = Field(None, max_length=200, description="Site code or name: with data there.")
+    level: int | None = Field(None, ge=1, le=4)
+    has_expanded: bool | None = Field(None)
+    site: str | None = Field(None, max_length=200, description="With data there.")
     domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN, description="With data there.")
-    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
-    available_from: str | None = Field(None, pattern=MONTH_PATTERN, description="Data on or after.")
-    available_to: str | None = Field(None, pattern=MONTH_PATTERN, description="Data on or before.")
+    release: str | None = Field(None, max_length=64)
+    available_from: str | None = Field(None, pattern=MONTH_PATTERN)
+    available_to: str | None = Field(None, pattern=MONTH_PATTERN)
     sort: Literal["relevance", "productCode", "productName"] = "relevance"
     limit: int = Field(25, ge=1, le=100)
     offset: int = Field(0, ge=0)
@@ -389,7 +389,7 @@ class BiorepositoryCollection(WireModel):
 
 class GetProductInput(ToolInput):
     product: str = Field(min_length=1, max_length=300, description="Code (revision optional) or name.")
-    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
+    release: str | None = Field(None, max_length=64)
     include: list[Section] = Field([], max_length=12, description=(
         "Upstream sections to add (one request)."))
     change_logs_limit: int = Field(25, ge=1, le=200)

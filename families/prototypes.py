@@ -59,7 +59,7 @@ class PrototypeFile(WireModel):
 # -- eco_search_prototype_datasets -------------------------------------------------------------
 
 class SearchPrototypesInput(ToolInput):
-    query: str | None = Field(None, max_length=500, description="Words that must all appear in title, abstract or keywords.")
+    query: str | None = Field(None, max_length=500, description="All words in title, abstract or keywords.")
     theme: str | None = Field(None, max_length=100, description="Theme prefix, case-insensitive.")
     science_team: str | None = Field(None, max_length=100, description="Team name substring or abbreviation (AOS).")
     site_code: str | None = Field(None, pattern=r"^[A-Za-z]{4}$")
@@ -74,7 +74,7 @@ class SearchPrototypesInput(ToolInput):
 class SearchPrototypesOutput(Envelope):
     items: list[PrototypeDatasetSummary]
     page: Page
-    facets: dict[str, dict[str, int]] = Field(description="themes, scienceTeams, fileTypes (upstream strings).")
+    facets: dict[str, dict[str, int]] = Field(description="themes, scienceTeams, fileTypes.")
 
 
 async def search_prototype_datasets(args: SearchPrototypesInput, call: CallContext) -> SearchPrototypesOutput:
@@ -146,9 +146,7 @@ DEFAULT_INCLUDE: tuple[PSection, ...] = ("files", "locations")
 
 class GetPrototypeInput(ToolInput):
     uuid: str = Field(pattern=UUID_PATTERN)
-    include: list[PSection] = Field(default_factory=lambda: list(DEFAULT_INCLUDE), max_length=6, description=(
-        "Sections to add: files and locations (the default), descriptions, citations, related, all; [] is the "
-        "compact base record."))
+    include: list[PSection] = Field(default_factory=lambda: list(DEFAULT_INCLUDE), max_length=6, description="[]: the compact base record.")
     include_urls: bool = Field(True, description="Signed file URLs (valid about 7 days).")
     files_limit: int = Field(100, ge=1, le=500)
     files_offset: int = Field(0, ge=0)

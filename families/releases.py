@@ -91,8 +91,7 @@ class SiteCore(WireModel):
 
 class ListReleasesInput(ToolInput):
     include_artifact_urls: bool = Field(False, description=(
-        "Add each artifact's signed URL (one GET /releases, then cached; a URL expires 7 days after NEON "
-        "signs it)."))
+        "Signed artifact URLs (cached: expire 7 days after NEON signs them)."))
 
 
 class ListReleasesOutput(Envelope):
@@ -130,9 +129,9 @@ def _products_only() -> list[Section]:
 
 
 class GetReleaseInput(ToolInput):
-    release: str = Field(min_length=1, max_length=64, description="RELEASE-YYYY, a release uuid, or latest.")
-    include: list[Section] = Field(default_factory=_products_only, max_length=4, description=(
-        "Sections to add: products (the default), sites, artifacts, all; [] is the compact base record."))
+    release: str = Field(min_length=1, max_length=64, description="Tag, uuid or latest.")
+    include: list[Section] = Field(default_factory=_products_only, max_length=4,
+                                  description="[]: the compact base record.")
     product_query: str | None = Field(None, max_length=300)
     products_limit: int = Field(50, ge=1, le=500)
     products_offset: int = Field(0, ge=0)

@@ -37,7 +37,7 @@ class SampleClass(WireModel):
 
 class ListSampleClassesInput(ToolInput):
     sample_tag: str | None = Field(None, min_length=1, max_length=200,
-                                   description="List the classes this tag belongs to (none: empty list).")
+                                   description="The classes this tag belongs to.")
     query: str | None = Field(None, max_length=200, description="Substring of class key or description.")
     limit: DefaultLimit = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0)
@@ -122,11 +122,11 @@ class SampleView(SampleRef):
 class GetSampleInput(ToolInput):
     sample_tag: str | None = Field(None, min_length=1, max_length=200)
     sample_class: str | None = Field(None, min_length=1, max_length=200,
-                                     description="Class of sample_tag, needed when the tag is in several.")
+                                     description="Needed when sample_tag is in several.")
     sample_uuid: str | None = Field(None, min_length=1, max_length=100)
     barcode: str | None = Field(None, min_length=1, max_length=100)
     archive_guid: str | None = Field(None, min_length=1, max_length=100)
-    degree: int | None = Field(None, ge=1, le=5, description="Also return relatives up to this many steps away.")
+    degree: int | None = Field(None, ge=1, le=5, description="Relatives up to this many steps away.")
     include_events: bool = True
     events_limit: int = Field(50, ge=1, le=500, description="Events kept per sample.")
     fields: list[str] | None = Field(None, min_length=1, max_length=100,

@@ -72,23 +72,23 @@ class SiteSummary(WireModel):
     # Present only when asked for and known: three nulls on every item of every plain search were
     # bytes paid per call on the wire and in the SDK, for nothing.
     distance_km: float | None = Field(None, exclude_if=_absent_if_none,
-                                      description="Distance from the given point (proximity search only).")
+                                      description="Proximity search only.")
     elevation: float | None = Field(None, exclude_if=_absent_if_none,
-                                    description="Metres; only with include_elevation, when known.")
-    utm: Utm | None = Field(None, exclude_if=_absent_if_none, description="Only with include_elevation, when known.")
+                                    description="Metres; with include_elevation.")
+    utm: Utm | None = Field(None, exclude_if=_absent_if_none, description="With include_elevation.")
 
 
 class SearchSitesInput(ToolInput):
     query: str | None = Field(None, max_length=300, description="Code, name words, state or domain.")
     domain_code: str | None = Field(None, pattern=DOMAIN_PATTERN)
-    state_code: str | None = Field(None, pattern=r"^[A-Za-z]{2}$", description="Two-letter state code.")
+    state_code: str | None = Field(None, pattern=r"^[A-Za-z]{2}$")
     site_type: Literal["CORE", "GRADIENT"] | None = None
-    product: str | None = Field(None, max_length=300, description="Product code or name: sites with data.")
-    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
+    product: str | None = Field(None, max_length=300, description="Sites with its data.")
+    release: str | None = Field(None, max_length=64)
     latitude: float | None = Field(None, ge=-90, le=90)
     longitude: float | None = Field(None, ge=-180, le=180)
     radius_km: float = Field(100.0, gt=0, le=5000, description="Around latitude/longitude.")
-    include_elevation: bool = Field(False, description="Add elevation and UTM (one extra cached request).")
+    include_elevation: bool = Field(False, description="Adds elevation and UTM.")
     limit: DefaultLimit = Field(50, ge=1, le=100)
     offset: int = Field(0, ge=0)
 
@@ -375,7 +375,7 @@ class SiteProduct(WireModel):
     provisional_month_count: int
     first_month: str | None
     last_month: str | None
-    ranges: list[str] = Field(description="ISO 8601 month intervals YYYY-MM/YYYY-MM.")
+    ranges: list[str] = Field(description="YYYY-MM/YYYY-MM intervals.")
     by_release: dict[str, list[str]] = Field(description="Month ranges per release; PROVISIONAL its own key.")
 
 
@@ -402,12 +402,11 @@ class SiteLocation(WireModel):
 
 
 class GetSiteInput(ToolInput):
-    site: str = Field(min_length=1, max_length=200, description="Site code or name.")
-    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY or latest.")
+    site: str = Field(min_length=1, max_length=200)
+    release: str | None = Field(None, max_length=64)
     include: list[SiteSection] = Field(
         # A plain default (pydantic copies it per instance) so the inputSchema shows it.
-        ["products"], max_length=5,
-        description="Sections to return.")
+        ["products"], max_length=5)
     products_query: str | None = Field(None, max_length=200, description="Code or title contains this.")
     products_limit: int = Field(100, ge=1, le=300)
     products_offset: int = Field(0, ge=0)

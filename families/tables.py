@@ -67,13 +67,13 @@ SMALL_FILE_MAX = 8 << 20
 # -- eco_describe_tables ------------------------------------------------------------------------
 
 class DescribeTablesInput(ToolInput):
-    product: str = Field(max_length=300, description="Product code or name.")
+    product: str = Field(max_length=300)
     release: str | None = Field(None, max_length=64, description=(
-        "RELEASE-YYYY; default the newest release with the product (provisional when it has none)."))
+        "Default: the product's newest (else provisional)."))
     package: Package = "basic"
-    tables: list[str] | None = Field(None, min_length=1, max_length=50, description="Only these tables.")
+    tables: list[str] | None = Field(None, min_length=1, max_length=50)
     search: str | None = Field(None, min_length=1, max_length=200, description=(
-        "Words every listed field's name or description holds."))
+        "Words in each listed field's name or description."))
     site_code: str | None = Field(None, max_length=200, description="Site whose newest month is listed.")
     limit: int = Field(100, ge=1, le=500)
     offset: int = Field(0, ge=0)
@@ -340,20 +340,19 @@ def _describe_steps(args: DescribeTablesInput, call: CallContext, product: str, 
 # -- eco_stack_tables ---------------------------------------------------------------------------
 
 class StackTablesInput(ToolInput):
-    product: str | None = Field(None, max_length=300, description="Product code or name (with site_codes and "
-                                "start_month: the selection).")
+    product: str | None = Field(None, max_length=300, description="With site_codes, start_month: the selection.")
     site_codes: Annotated[list[str] | None, Configured("limits.max_sites_per_call", "maxItems")] = Field(
-        None, min_length=1, description="Site codes or names.")
+        None, min_length=1)
     start_month: str | None = Field(None, pattern=MONTH_PATTERN)
     end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     package: Package = "basic"
-    release: str | None = Field(None, max_length=64, description="RELEASE-YYYY; default latest per month.")
+    release: str | None = Field(None, max_length=64, description="Default: latest per month.")
     include_provisional: bool = True
     tables: list[str] | None = Field(None, min_length=1, max_length=50, description=(
-        "Only these tables (sensor_positions and science_review_flags always)."))
+        "Only these (and sensor_positions, science_review_flags)."))
     max_bytes: int | None = Field(None, ge=1, description="Refuse a selection of more source bytes.")
     dataset_id: str | None = Field(None, pattern=dataset.DATASET_ID_PATTERN, max_length=200, description=(
-        "Instead of a selection: the dataset an earlier call answered (its state and, once ready, its tables)."))
+        "An earlier call's datasetId, instead of a selection."))
 
 
 class StackedColumn(WireModel):
@@ -369,7 +368,7 @@ class StackedTable(WireModel):
     rows: int
     columns: list[StackedColumn]
     time_span: dict[str, str] | None = Field(description="start, end (UTC) and the columns they come from.")
-    rebuilt: bool = Field(description="Stacked by this call (false: unchanged, kept).")
+    rebuilt: bool = Field(description="false: unchanged, kept.")
 
 
 class DatasetCitation(WireModel):
@@ -406,11 +405,10 @@ class BuildError(WireModel):
 class StackTablesOutput(Envelope):
     dataset_id: str
     state: Literal["building", "ready", "failed"] = Field("ready", description=(
-        "HTTP builds on the server: building (call again with dataset_id to follow it), ready, failed (error)."))
+        "building: call again with dataset_id; failed: see buildError."))
     progress: BuildProgress | None = None
-    build_error: BuildError | None = Field(None, description="Why the build failed (state failed).")
-    folder: str | None = Field(description="The dataset's folder (stdio); null over HTTP, whose server paths "
-                               "are never shown.")
+    build_error: BuildError | None = Field(None, description="When state is failed.")
+    folder: str | None = Field(description="stdio only; null over HTTP.")
     product_code: str
     package: Package
     site_codes: list[str]
@@ -418,7 +416,7 @@ class StackTablesOutput(Envelope):
     end_month: str
     releases: list[str]
     tables: list[StackedTable]
-    files: dict[str, str] = Field(description="Metadata files beside the tables, by kind.")
+    files: dict[str, str] = Field(description="Metadata files by kind.")
     citations: list[DatasetCitation]
     totals: StackTotals
 
@@ -825,16 +823,15 @@ def _on_disk(path: Path, size: int | None) -> bool:
 class QueryTablesInput(ToolInput):
     dataset_id: str = Field(min_length=1, max_length=200, description="datasetId from eco_stack_tables.")
     sql: str = Field(min_length=1, max_length=20000, description=(
-        "One read-only SELECT (or WITH) statement in DuckDB SQL. Tables by their NEON names, plus variables, "
-        "sensor_positions and <table>_positioned (sensor rows with location, zOffset, heightRank 1 = top "
-        "of the tower or shallowest sensor, coordinates). Times are UTC."))
-    limit: RowCap = Field(100, ge=1, le=5000, description="Most rows returned.")
+        "One read-only DuckDB SELECT or WITH; tables by NEON name; in <table>_positioned heightRank 1 is "
+        "the tower top or shallowest sensor. Times UTC."))
+    limit: RowCap = Field(100, ge=1, le=5000)
 
 
 class QueryColumn(WireModel):
     name: str
     type: str
-    units: str | None = Field(description="From the variables file; null for derived columns.")
+    units: str | None = Field(description="null: a derived column.")
 
 
 class QueryCitation(WireModel):
@@ -848,9 +845,9 @@ class QueryTablesOutput(Envelope):
     dataset_id: str
     product_code: str
     columns: list[QueryColumn]
-    rows: list[list[Any]] = Field(description="One list per row, values in the order of columns.")
+    rows: list[list[Any]] = Field(description="Values in the order of columns.")
     returned: int
-    total_rows: int | None = Field(description="Rows of the whole result when cheap to count; null: not counted.")
+    total_rows: int | None = Field(description="null: not counted.")
     truncated: bool
     truncated_by: Literal["limit", "bytes"] | None
     seconds: float = Field(description="Time the query took.")

@@ -37,7 +37,7 @@ class SearchTaxonomyInput(ToolInput):
     scientific_name: str | None = Field(None, min_length=1, max_length=200, description="Exact name.")
     verbose: bool = Field(False, description="All ranks and extra fields (nulls dropped); limit capped at 100.")
     fuzzy_genus_fallback: bool = Field(True, description=(
-        "An unmatched 'Genus species' is retried by genus, keeping names that start with it."))
+        "Retry an unmatched 'Genus species' by genus."))
     limit: int = Field(25, ge=1, le=500)
     offset: int = Field(0, ge=0)
 

@@ -81,9 +81,10 @@ class ToolSpec:
 
     @cached_property
     def tool(self) -> types.Tool:
+        # The title is written once, in annotations: MCP's display name falls back to
+        # annotations.title when a tool has no top-level title, so every client shows the same.
         return types.Tool(
             name=self.name,
-            title=self.title,
             description=self.description,
             input_schema=input_schema(self.input_model),
             output_schema=output_schema(self.output_model),

@@ -10,9 +10,8 @@ TOOLS = [
         name="eco_get_availability",
         title="Data availability by month",
         description=(
-            "Which months of data exist. product only: a row per site; site only: a row per product; both: "
-            "one cell. Rows split months by release in byRelease (PROVISIONAL its own key); summary totals "
-            "site-months per release."
+            "Which months of data exist: product only, a row per site; site only, a row per product; both, one "
+            "cell. byRelease splits months by release (PROVISIONAL its own key); summary totals site-months."
         ),
         surface="discovery",
         input_model=availability.AvailabilityInput,

@@ -10,10 +10,8 @@ TOOLS = [
         name="eco_get_citation",
         title="Cite a data product",
         description=(
-            "Citation text and BibTeX (@misc) for a data product (code or name) in a release, following NEON's "
-            "data policy (CC BY 4.0), or for a prototype dataset (prototype_uuid; exactly one of the two). "
-            "The DOI is cross-checked against the release record; "
-            "disagreements are in notes. No upstream request for products once the catalog is warm."
+            "Cite a data product in a release (NEON data policy, CC BY 4.0) or a prototype dataset: text and "
+            "BibTeX, the DOI checked against the release record."
         ),
         surface="discovery",
         input_model=citations.GetCitationInput,

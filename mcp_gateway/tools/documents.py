@@ -10,11 +10,9 @@ TOOLS = [
         name="eco_get_document",
         title="Document (ATBD, protocol, user guide)",
         description=(
-            "A NEON document by spec_number or by its documents URL on the upstream (no other address). "
-            "Default: metadata only (type, size, file name). extract_text=true reads a PDF (up to 25 MiB) in "
-            "memory: text paged by max_chars/char_offset (follow nextCharOffset) or by pages; "
-            "pageCount and charsTotal say how much there is. "
-            "Find spec numbers with eco_get_product include=['specs']."
+            "A NEON document by spec_number or URL: metadata, or with extract_text its PDF text (up to 25 MiB) "
+            "paged by max_chars/char_offset (follow nextCharOffset) or pages. Spec numbers: eco_get_product "
+            "include=['specs']."
         ),
         surface="discovery",
         input_model=documents.GetDocumentInput,

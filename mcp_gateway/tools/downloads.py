@@ -10,11 +10,10 @@ TOOLS = [
         name="eco_download_files",
         title="Download files",
         description=(
-            "Download to the server's download directory (stdio only): data files by the eco_list_files "
-            "selectors, package ZIPs (as_zip), a prototype dataset's files (prototype_uuid, file_names) or one "
-            "document (spec_number). Caps: 50 files, 2 GiB a call, 1 GiB a file, max_bytes. Files are "
-            "MD5-verified, land under product/site/month, resume from .part, skip identical files, and are "
-            "recorded in eco-manifest.json (changedUpstream). Token needed for data files."
+            "Download (stdio only) into the download directory: data files by eco_list_files selectors, package "
+            "ZIPs (as_zip), a prototype dataset's files (prototype_uuid) or a document (spec_number). Caps: 50 "
+            "files, 2 GiB a call, 1 GiB a file, max_bytes. MD5-verified, resumed, identical files skipped, "
+            "recorded in eco-manifest.json. Token needed for data files."
         ),
         surface="data",
         input_model=downloads.DownloadInput,

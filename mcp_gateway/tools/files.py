@@ -11,8 +11,7 @@ TOOLS = [
         title="List data files",
         description=(
             "Data files of a product for 1-30 sites and a month range (<=500 site-months): kind, table, "
-            "HOR/VER/TMI, size, MD5, signed URL (no token needed; urlExpiresAt). filename: one file's URL; "
-            "detail summary/site_months to size a download. Needs a token."
+            "HOR/VER/TMI, size, MD5, signed URL; detail summary or site_months sizes a download. Needs a token."
         ),
         surface="data",
         input_model=files.ListFilesInput,

@@ -10,14 +10,11 @@ TOOLS = [
         name="eco_graphql",
         title="GraphQL query (read-only)",
         description=(
-            "Run one read-only query against NEON's GraphQL when no other tool fits, e.g. products and "
-            "sites joined in one request. Root fields: products, product, demoProduct, filterProducts, sites, "
-            "site, filterSites, location, locationHierarchy, findLocations, prototypeDatasets, prototypeDataset, "
-            "plus one __type or __schema. Queries only; the query is checked against the schema "
-            "(eco://reference/graphql-schema) before sending, unknown fields are refused with didYouMean. "
-            "Never cached, no token sent. A query asking for too much (many aliases, whole catalogs with "
-            "nested lists) is query_too_large before sending: name the records (filterProducts, filterSites) "
-            "or select less."
+            "When no other tool fits (e.g. products and sites joined in one request): one read-only query to "
+            "NEON's GraphQL. Roots: products, product, demoProduct, filterProducts, sites, site, filterSites, "
+            "location, locationHierarchy, findLocations, prototypeDatasets, prototypeDataset, one __type or "
+            "__schema. Checked against eco://reference/graphql-schema first; too big a query is query_too_large: "
+            "name records (filterProducts, filterSites) or select less. Never cached, no token sent."
         ),
         surface="discovery",
         input_model=graphql.GraphQLInput,

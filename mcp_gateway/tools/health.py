@@ -10,8 +10,8 @@ TOOLS = [
         name="eco_ping",
         title="Service status",
         description=(
-            "Version, protocol, transport, token availability and source (never the token), catalog "
-            "warmth and upstream, cache and rate-limit status; check_api=true also checks the upstream."
+            "Server health: version, protocol, transport, token (configured, source), catalog, cache and "
+            "rate-limit status; check_api=true also checks the upstream."
         ),
         surface="diagnostics",
         input_model=health.PingInput,

@@ -10,10 +10,8 @@ TOOLS = [
         name="eco_find_locations",
         title="Find named locations",
         description=(
-            "Walk NEON's location tree (REALM > domains > sites > towers, levels, booms, huts, soil arrays, "
-            "plots, sensor positions) below root or site_codes; filter by location_type, query, or a point "
-            "(latitude/longitude, nearest first within radius_km). REALM or a domain with SITE or DOMAIN, and "
-            "stored site subtrees, come from the catalog; else a site walk is one cached request. A site walk "
+            "Find locations in NEON's tree (REALM > domains > sites > towers, plots, sensor positions) below root"
+            " or site_codes by location_type, query or nearness to latitude/longitude (radius_km); a site walk "
             "reports typesAvailable."
         ),
         surface="discovery",
@@ -26,9 +24,8 @@ TOOLS = [
         name="eco_get_location",
         title="Named location record",
         description=(
-            "One named location: type, coordinates, UTM, sensor orientation and offsets. Sections: properties "
-            "(default), hierarchy (parentChain to REALM, childrenByType), children (paged, pruned by "
-            "location_type), history (up to 100 past positions), polygon, all."
+            "One named location: type, coordinates, UTM, sensor orientation and offsets; include adds properties,"
+            " hierarchy (parentChain, childrenByType), children (paged), history, polygon."
         ),
         surface="discovery",
         input_model=locations.GetLocationInput,

@@ -10,9 +10,8 @@ TOOLS = [
         name="eco_search_products",
         title="Search data products",
         description=(
-            "Search the ~200 data products (cached catalog). Filter by "
-            "theme, team, status (default ACTIVE), level, expanded package, data at a site or domain, release "
-            "or months; scored, with facets."
+            "Find data products (~200, cached catalog) by words, theme, team, status (default ACTIVE), level, "
+            "expanded package, data at a site or domain, release or months; scored, with facets."
         ),
         surface="discovery",
         input_model=products.SearchProductsInput,
@@ -24,9 +23,8 @@ TOOLS = [
         name="eco_get_product",
         title="Data product record",
         description=(
-            "One data product from the cached catalog (status, team, themes, keywords, releases with DOIs, "
-            "availability summary); include adds upstream sections (specs: its documents; change_logs and "
-            "availability paged)."
+            "One data product's record (status, team, themes, keywords, releases with DOIs, availability "
+            "summary); include adds sections (specs: its documents; change_logs and availability paged)."
         ),
         surface="discovery",
         input_model=products.GetProductInput,

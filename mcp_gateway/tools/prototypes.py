@@ -10,9 +10,8 @@ TOOLS = [
         name="eco_search_prototype_datasets",
         title="Search prototype datasets",
         description=(
-            "Search NEON's prototype (experimental) datasets, each with its own DOI. The list is cached and "
-            "searched locally. Filter by query words (title, abstract, keywords), theme prefix, science team, "
-            "site code, years (overlap), file type, published. Returns summaries, paging and facets."
+            "Find NEON's prototype (experimental) datasets, each with its own DOI, by words (title, abstract, "
+            "keywords), theme, team, site, years, file type, published; summaries with facets."
         ),
         surface="discovery",
         input_model=prototypes.SearchPrototypesInput,
@@ -24,9 +23,8 @@ TOOLS = [
         name="eco_get_prototype_dataset",
         title="Prototype dataset record",
         description=(
-            "One prototype dataset by uuid: title, abstract, years, DOI, themes, teams, sites, keywords. include: "
-            "files (default; sizes, MD5s, signed URLs unless include_urls=false; paged), locations (default), "
-            "descriptions, citations, related, or all. Text is clipped to text_budget characters."
+            "One prototype dataset by uuid: title, abstract, years, DOI, themes, teams, sites, keywords; include "
+            "adds files (sizes, MD5s, signed URLs; paged), locations, descriptions, citations, related."
         ),
         surface="discovery",
         input_model=prototypes.GetPrototypeInput,

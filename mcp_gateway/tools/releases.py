@@ -10,9 +10,8 @@ TOOLS = [
         name="eco_list_releases",
         title="List data releases",
         description=(
-            "NEON's annual data releases (RELEASE-YYYY), newest first, from the cached release catalog (no "
-            "upstream request): generation date, product count, manifest artifacts, and the latest tag. Data "
-            "newer than the latest release is PROVISIONAL, which is not a release."
+            "NEON's annual releases (RELEASE-YYYY), newest first: generation date, product count, artifacts, and "
+            "the latest tag. Newer data is PROVISIONAL, not a release."
         ),
         surface="discovery",
         input_model=releases.ListReleasesInput,
@@ -24,9 +23,8 @@ TOOLS = [
         name="eco_get_release",
         title="Data release record",
         description=(
-            "One release (tag, uuid or latest). include: products (default; codes, names, DOIs, paged, "
-            "filtered by product_query), sites (one upstream query), artifacts, all. product_code / site_code "
-            "add that product or site as published in the release."
+            "One release (tag, uuid or latest): its products (DOIs; paged, product_query), sites, artifacts; "
+            "product_code or site_code shows that product or site as published in it."
         ),
         surface="discovery",
         input_model=releases.GetReleaseInput,

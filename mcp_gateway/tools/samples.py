@@ -10,9 +10,8 @@ TOOLS = [
         name="eco_list_sample_classes",
         title="Sample classes",
         description=(
-            "Sample classes (keys '<table>.<field>' naming where an identifier comes from). Without "
-            "sample_tag: every supported class, filtered by query over key and description. With "
-            "sample_tag: the classes that tag belongs to (empty when none). No token needed."
+            "Sample classes (keys '<table>.<field>'): every one, filtered by query, or the ones a sample_tag "
+            "belongs to (empty when none). No token needed."
         ),
         surface="discovery",
         input_model=samples.ListSampleClassesInput,
@@ -24,10 +23,9 @@ TOOLS = [
         name="eco_get_sample",
         title="Sample custody record",
         description=(
-            "One physical sample's record: custody events, parents and children. Needs a token. Identify it "
-            "by exactly one of sample_tag (and sample_class), sample_uuid, barcode or archive_guid; degree adds "
-            "relatives. An ambiguous tag without a class asks which class (elicitation) "
-            "or fails with ambiguous_input listing the candidates."
+            "One physical sample (custody events, parents, children) by exactly one of sample_tag (plus "
+            "sample_class if ambiguous), sample_uuid, barcode or archive_guid; degree adds relatives. Needs a "
+            "token."
         ),
         surface="data",
         input_model=samples.GetSampleInput,

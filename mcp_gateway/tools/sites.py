@@ -10,9 +10,8 @@ TOOLS = [
         name="eco_search_sites",
         title="Search field sites",
         description=(
-            "Search NEON's 81 field sites (cached catalog) by code, name words, state or domain; filter by "
-            "domain, state, site type, a product with data there, release; latitude/longitude gives the "
-            "nearest sites within radius_km."
+            "Find NEON's 81 field sites by code, name words, state, domain, site type, a product with data there,"
+            " release, or nearness to latitude/longitude (within radius_km)."
         ),
         surface="discovery",
         input_model=sites.SearchSitesInput,
@@ -24,9 +23,8 @@ TOOLS = [
         name="eco_get_site",
         title="Field site record",
         description=(
-            "One field site by code or name: type, state, domain, coordinates, product count, latest release; "
-            "sections: products (month ranges, paged), releases, description, location (elevation, UTM; one "
-            "cached request)."
+            "One field site by code or name: type, state, domain, coordinates, latest release; include adds "
+            "products (month ranges, paged), releases, description, location (elevation, UTM)."
         ),
         surface="discovery",
         input_model=sites.GetSiteInput,

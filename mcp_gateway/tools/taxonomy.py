@@ -10,10 +10,9 @@ TOOLS = [
         name="eco_search_taxonomy",
         title="Search taxonomy",
         description=(
-            "NEON taxon lists: by taxon_type_code, or by rank (kingdom, phylum, division, class_, order, "
-            "family, genus), not both; scientific_name matches exactly, with an unmatched 'Genus species' "
-            "retried by genus (fuzzyFallbackUsed). Rows keep Darwin Core keys (dwc:scientificName, "
-            "dwc:vernacularName, ...)."
+            "NEON taxon lists by taxon_type_code or one rank (kingdom ... genus); scientific_name matches exactly"
+            " (an unmatched 'Genus species' retried by genus). Rows keep Darwin Core keys (dwc:scientificName, "
+            "...)."
         ),
         surface="discovery",
         input_model=taxonomy.SearchTaxonomyInput,
