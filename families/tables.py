@@ -47,8 +47,7 @@ from eco_core.errors import EcoError
 from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page
 from families import citations
 from families.call import CallContext
-from tables import dataset, kept, names, stack
-from tables.stack import SourceFile
+from tables import kept, names
 from tables.variables import FieldDef, column_type, parse, table_descriptions, tables_of
 from upstream import models as um
 
@@ -495,6 +494,11 @@ def _stack_steps(product: str, record: dict[str, Any]) -> list[NextStep]:
 
 
 async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTablesOutput:
+    # The stacking engine (pyarrow, numpy) is imported by the one tool that stacks: a server
+    # that never stacks does not hold it.
+    from tables import dataset, stack
+    from tables.stack import SourceFile
+
     cfg, client = call.cfg, call.client
     started = time.monotonic()
     idx = await catalog_index(cfg, client, need=NEED)

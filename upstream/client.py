@@ -179,6 +179,13 @@ class UpstreamClient:
         async with self._parse_slots:
             return await asyncio.to_thread(self._parse, endpoint, model, content)
 
+    async def _parse_typed_off_loop(self, model: type[M], content: bytes) -> m.TypedGraphQLResponse[M] | None:
+        """`models.parse_typed_graphql`, on a worker thread for large replies, as `_parse_off_loop`."""
+        if len(content) < PARSE_IN_THREAD_BYTES:
+            return m.parse_typed_graphql(model, content)
+        async with self._parse_slots:
+            return await asyncio.to_thread(m.parse_typed_graphql, model, content)
+
     async def _get(self, path: str, endpoint: str, model: type[M], *, ttl: str, kind: RequestKind = "detail",
                    params: dict[str, Any] | None = None, token_only: bool = False, fresh: bool = False) -> M:
         call = Call("GET", self._url(path), endpoint, kind=kind, params=params, token_only=token_only)
@@ -459,18 +466,27 @@ class UpstreamClient:
         call = Call("POST", self.cfg.eco.graphql_url, "/graphql", kind=kind, json=body, send_token=send_token)
         try:
             resp = await self.http.request(call, token=self.http.token_for(call))
-            envelope = await self._parse_off_loop("/graphql", m.GraphQLResponse, resp.content)
+            # With a model, the body goes straight into it: a catalog reply read first into a
+            # tree of dicts and then into models held both at once, and the memory the process
+            # took for that peak stayed with it.
+            typed = await self._parse_typed_off_loop(model, resp.content) if model is not None else None
+            envelope = (typed if typed is not None
+                        else await self._parse_off_loop("/graphql", m.GraphQLResponse, resp.content))
             if envelope.errors and not (partial and model is None and envelope.data is not None):
                 raise mapping.graphql_errors(envelope.errors)
             if envelope.data is None:
                 raise EcoError("upstream_error", "/graphql: reply has neither data nor errors",
                                details={"endpoint": "/graphql", "reason": "unexpected_body"})
-            result: M | m.GraphQLReply = m.GraphQLReply(data=envelope.data, errors=envelope.errors)
-            if model is not None:
+            result: M | m.GraphQLReply
+            if typed is not None:
+                result = typed.data  # type: ignore[assignment]
+            elif model is not None:
                 try:
-                    result = m.parse_graphql_data(model, envelope.data)
+                    result = m.parse_graphql_data(model, envelope.data)  # type: ignore[arg-type]
                 except ValidationError as exc:
                     raise mapping.unexpected_body("/graphql", exc) from None
+            else:
+                result = m.GraphQLReply(data=envelope.data, errors=envelope.errors)
         except EcoError as exc:
             if use_breaker and exc.code in BREAKER_CODES:
                 self.breaker.record_failure()

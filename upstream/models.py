@@ -636,6 +636,24 @@ def parse_graphql_data(model: type[G], data: dict[str, Any]) -> G:
     return model.model_validate(data, context=GRAPHQL_CONTEXT)
 
 
+class TypedGraphQLResponse(NeonModel, Generic[G]):
+    """A GraphQL reply whose `data` has a known model, parsed from the body in one pass: no
+    intermediate tree of dicts, and equal short strings shared (a catalog reply holds thousands
+    of equal month texts)."""
+
+    data: G | None = None
+    errors: list[GraphQLErrorItem] | None = None
+
+
+def parse_typed_graphql(model: type[G], body: bytes) -> TypedGraphQLResponse[G] | None:
+    """The reply's body parsed as `TypedGraphQLResponse[model]`, under `GRAPHQL_CONTEXT`; None
+    when it is not that shape (the caller then reads it the general way, with its errors)."""
+    try:
+        return TypedGraphQLResponse[model].model_validate_json(body, context=GRAPHQL_CONTEXT)  # type: ignore[valid-type]
+    except ValueError:  # pydantic's ValidationError is one
+        return None
+
+
 class GqlSiteMonths(NeonModel):
     site_code: str
     available_months: list[str] = Field(default_factory=list)
