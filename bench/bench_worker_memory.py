@@ -32,8 +32,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -147,13 +145,9 @@ def _way(way: str, seconds: float, clients: int) -> dict[str, Any]:
             _wait_http(f"http://127.0.0.1:{port}/healthz")
             out: dict[str, Any] = {"way": way, "ready_s": _wait_ready(port, data_dir)}
             out["before_load"] = _status(pid)
-            if os.environ.get("M32_TRACE") or os.environ.get("M32_STATS"):
-                os.kill(pid, signal.SIGUSR1); time.sleep(3)
             out.update(asyncio.run(_load(f"http://127.0.0.1:{port}/mcp", seconds, clients)))
             time.sleep(1.0)
             out["after_load"] = _status(pid)
-            if os.environ.get("M32_TRACE") or os.environ.get("M32_STATS"):
-                os.kill(pid, signal.SIGUSR1); time.sleep(5)
             return out
         finally:
             for proc in reversed(procs):

@@ -4,11 +4,11 @@
 
 A build (catalog rows, a subtree walk, the index) is a short peak of objects freed as soon as it
 ends. glibc keeps the pages they occupied mapped until asked, so without this a serving process
-would keep the size of its largest build for good. For the same reason glibc is held to two
-malloc arenas, set when this module is first imported (before the server starts its threads):
-each thread that parses or queries otherwise gets an arena of its own, and what a build freed in
-one is not reused by another. Elsewhere (macOS, musl) only the collection runs: those allocators
-hand memory back on their own terms.
+would keep the size of its largest build for good. For the same reason glibc keeps one malloc
+arena, set when this module is first imported (before the server starts its threads): each
+thread that parses or queries would otherwise get an arena of its own, and what a build freed
+in one is not reused by another (the threads take turns on the GIL anyway). Elsewhere (macOS,
+musl) only the collection runs: those allocators hand memory back on their own terms.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter number
-ARENAS = 2
+ARENAS = 1
 
 
 def _libc() -> Any | None:

@@ -24,7 +24,7 @@ import json
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -479,14 +479,16 @@ class UpstreamClient:
                                details={"endpoint": "/graphql", "reason": "unexpected_body"})
             result: M | m.GraphQLReply
             if typed is not None:
-                result = typed.data  # type: ignore[assignment]
-            elif model is not None:
-                try:
-                    result = m.parse_graphql_data(model, envelope.data)  # type: ignore[arg-type]
-                except ValidationError as exc:
-                    raise mapping.unexpected_body("/graphql", exc) from None
+                result = cast(M, typed.data)  # not None: checked above
             else:
-                result = m.GraphQLReply(data=envelope.data, errors=envelope.errors)
+                data = cast(dict[str, Any], envelope.data)  # the general envelope's: a JSON object
+                if model is not None:
+                    try:
+                        result = m.parse_graphql_data(model, data)
+                    except ValidationError as exc:
+                        raise mapping.unexpected_body("/graphql", exc) from None
+                else:
+                    result = m.GraphQLReply(data=data, errors=envelope.errors)
         except EcoError as exc:
             if use_breaker and exc.code in BREAKER_CODES:
                 self.breaker.record_failure()

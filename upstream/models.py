@@ -45,6 +45,10 @@ class NeonModel(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         frozen=False,
+        # Only keys: pydantic's cache of parsed strings keeps each value string it shares alive
+        # until another takes its slot, and those few thousand, made during a catalog build,
+        # sit scattered through the memory the build used, so the process could give none back.
+        cache_strings="keys",
     )
 
     def to_upstream(self) -> dict[str, Any]:
@@ -638,8 +642,7 @@ def parse_graphql_data(model: type[G], data: dict[str, Any]) -> G:
 
 class TypedGraphQLResponse(NeonModel, Generic[G]):
     """A GraphQL reply whose `data` has a known model, parsed from the body in one pass: no
-    intermediate tree of dicts, and equal short strings shared (a catalog reply holds thousands
-    of equal month texts)."""
+    intermediate tree of dicts held beside the models."""
 
     data: G | None = None
     errors: list[GraphQLErrorItem] | None = None
