@@ -48,6 +48,7 @@ from catalog.models import CatalogState, LocationRow, ProductRow, ProductSiteAva
 from catalog.outage import DATABASE_DOWN
 from eco_core.config import get_config
 from eco_core.memo import memos
+from eco_core.memory import release_freed
 
 CHECK_INTERVAL_S = 1.0
 WORD = re.compile(r"[a-z0-9]+")
@@ -590,6 +591,7 @@ def _new_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catalo
         idx = index_snapshot.load(versions, info, CatalogIndex)
         if idx is not None:
             gc.freeze()
+            release_freed()
             return idx
     finally:
         if collecting:
@@ -598,6 +600,8 @@ def _new_index(versions: dict[str, int], info: dict[str, CatalogInfo]) -> Catalo
     index_snapshot.save(idx)
     gc.collect(1)  # the build's young garbage
     gc.freeze()
+    # The scratch of this build, and of the catalog build that preceded it, goes back.
+    release_freed()
     return idx
 
 

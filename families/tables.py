@@ -28,7 +28,7 @@ import logging
 import time
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field
@@ -50,10 +50,13 @@ from eco_core.errors import EcoError
 from eco_core.paging import RowCap
 from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page
 from families.call import CallContext
-from tables import dataset, kept, names, query, stack
-from tables.stack import SourceFile
+from tables import kept, layout, names
 from tables.variables import FieldDef, column_type, parse, table_descriptions, tables_of
 from upstream import models as um
+
+if TYPE_CHECKING:
+    # The engines load with the tool that runs them, not with every worker (pyarrow, DuckDB).
+    from tables import query
 
 log = logging.getLogger("eco.tables")
 
@@ -351,7 +354,7 @@ class StackTablesInput(ToolInput):
     tables: list[str] | None = Field(None, min_length=1, max_length=50, description=(
         "Only these (and sensor_positions, science_review_flags)."))
     max_bytes: int | None = Field(None, ge=1, description="Refuse a selection of more source bytes.")
-    dataset_id: str | None = Field(None, pattern=dataset.DATASET_ID_PATTERN, max_length=200, description=(
+    dataset_id: str | None = Field(None, pattern=layout.DATASET_ID_PATTERN, max_length=200, description=(
         "An earlier call's datasetId, instead of a selection."))
 
 
@@ -552,6 +555,7 @@ class _Listed:
 
 async def _list_and_plan(args: StackTablesInput, call: CallContext, idx: CatalogIndex, plan: Plan, query: Any,
                          resolved: dict[str, Any]) -> _Listed:
+    from tables import stack
     cfg, client = call.cfg, call.client
     wanted = sorted(set(args.tables)) if args.tables else None
     listing = await list_site_months(client, cfg, query)
@@ -583,6 +587,8 @@ def _zero_totals(n: int, started: float) -> StackTotals:
 
 
 async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTablesOutput:
+    from tables import dataset
+    from tables.stack import SourceFile
     _selection_of(args)
     if call.transport == "http":
         return await _stack_on_server(args, call)
@@ -719,7 +725,7 @@ def _ready_record(cfg: Any, row: Any) -> tuple[Any, dict[str, Any] | None]:
     """The row and, when ready, its dataset.json (its last use touched). A ready dataset whose
     files this process cannot read is recorded failed (store.missing): a call with the selection
     builds it again, and the reason says what to check."""
-    from tables import store
+    from tables import dataset, store
     from tables.models import READY
 
     if row.state != READY:
@@ -916,6 +922,7 @@ def _query_steps(args: QueryTablesInput, product: str, sites: list[str], cites: 
 
 
 async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTablesOutput:
+    from tables import query
     cfg = call.cfg
     folder = query.dataset_folder(cfg.download_dir, args.dataset_id)
     if folder is None:
@@ -977,7 +984,7 @@ def query_next_step(record: dict[str, Any]) -> NextStep | None:
         mean = next((c["name"] for c in sensor["columns"] if c["name"].endswith("Mean") and c["type"] == "double"), None)
         if mean and any(c["name"] == "startDateTime" for c in sensor["columns"]):
             sql = (f"SELECT siteID, verticalPosition, any_value(zOffset) AS zOffset, date_trunc('month', startDateTime) "
-                   f"AS month, avg({mean}) AS {mean}Monthly FROM {sensor['name']}{query.POSITIONED} GROUP BY siteID, "
+                   f"AS month, avg({mean}) AS {mean}Monthly FROM {sensor['name']}{layout.POSITIONED} GROUP BY siteID, "
                    "verticalPosition, month ORDER BY ALL")
             return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"], "sql": sql},
                             why="Monthly means by site and sensor height, with the citation of the data.")

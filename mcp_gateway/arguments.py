@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
-from rapidfuzz import process
 
 from eco_core.errors import EcoError
 from eco_core.memo import memos
@@ -92,6 +91,9 @@ def parse_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> Tool
     for key, value in args.items():
         field = names.get(key)
         if field is None:
+            # The fuzzy matcher is loaded by the first misspelt argument, not by every worker.
+            from rapidfuzz import process
+
             near = [m[0] for m in process.extract(key, valid, limit=3, score_cutoff=60)]
             raise EcoError(
                 "invalid_argument",

@@ -27,7 +27,6 @@ import mcp_types as types
 from django.db.models import Count
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
-from rapidfuzz import process
 
 from catalog.access import catalog_index, catalog_read
 from catalog.index import CatalogIndex
@@ -142,6 +141,8 @@ def _read_error(uri: str, err: dict[str, Any]) -> MCPError:
 
 
 def unknown_uri(uri: str, known: list[str]) -> MCPError:
+    from rapidfuzz import process  # loaded by the first unknown address, as in arguments
+
     near = [m[0] for m in process.extract(uri, known, limit=3, score_cutoff=50)] if known else []
     return MCPError(
         code=INVALID_PARAMS,

@@ -33,18 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tables.layout import DATASET_ID_PATTERN, DATASET_JSON, FOLDER  # noqa: F401  (re-exported)
 from tables.stack import TMP_SUFFIX, SourceFile, TablePlan, TableResult, build_table, plan_tables, result_of, tmp_name
 from tables.variables import FieldDef, parse
 
 log = logging.getLogger("eco.tables")
 
-DATASET_JSON = "dataset.json"
-FOLDER = "datasets"
 VERSION = 1
 LOCK = ".lock"
-# What dataset_id() and the store's ids look like: dot-separated names of letters, digits, '_' and
-# '-', so an id is never a path ('/', '..', a leading dot).
-DATASET_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$"
 # Small tables stacked at once.
 SIDE_BY_SIDE = 4
 # Metadata files kept beside the tables: the newest of each kind, under a plain name.

@@ -41,11 +41,11 @@ import duckdb
 from eco_core.errors import EcoError
 from eco_core.memo import memos
 from tables import dataset, names
+from tables.layout import POSITIONED
 
 # A dataset id as tables.dataset.dataset_id makes it: product.package.start.end.digest.
 DATASET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 VARIABLES = "variables"
-POSITIONED = "_positioned"
 # Table functions a query may call: generators only (every reader of files is refused by name).
 TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
 # Functions that read the engine's configuration or catalog, which holds the dataset's paths.

@@ -47,7 +47,7 @@ from django.db import IntegrityError, connections, transaction
 
 from eco_core.config import EcoConfig, get_config
 from eco_core.errors import EcoError
-from tables.dataset import DATASET_ID_PATTERN
+from tables.layout import DATASET_ID_PATTERN
 from tables.models import BUILDING, FAILED, READY, Dataset
 
 log = logging.getLogger("eco.tables")

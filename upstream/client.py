@@ -24,7 +24,7 @@ import json
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -178,6 +178,13 @@ class UpstreamClient:
             return self._parse(endpoint, model, content)
         async with self._parse_slots:
             return await asyncio.to_thread(self._parse, endpoint, model, content)
+
+    async def _parse_typed_off_loop(self, model: type[M], content: bytes) -> m.TypedGraphQLResponse[M] | None:
+        """`models.parse_typed_graphql`, on a worker thread for large replies, as `_parse_off_loop`."""
+        if len(content) < PARSE_IN_THREAD_BYTES:
+            return m.parse_typed_graphql(model, content)
+        async with self._parse_slots:
+            return await asyncio.to_thread(m.parse_typed_graphql, model, content)
 
     async def _get(self, path: str, endpoint: str, model: type[M], *, ttl: str, kind: RequestKind = "detail",
                    params: dict[str, Any] | None = None, token_only: bool = False, fresh: bool = False) -> M:
@@ -459,18 +466,29 @@ class UpstreamClient:
         call = Call("POST", self.cfg.eco.graphql_url, "/graphql", kind=kind, json=body, send_token=send_token)
         try:
             resp = await self.http.request(call, token=self.http.token_for(call))
-            envelope = await self._parse_off_loop("/graphql", m.GraphQLResponse, resp.content)
+            # With a model, the body goes straight into it: a catalog reply read first into a
+            # tree of dicts and then into models held both at once, and the memory the process
+            # took for that peak stayed with it.
+            typed = await self._parse_typed_off_loop(model, resp.content) if model is not None else None
+            envelope = (typed if typed is not None
+                        else await self._parse_off_loop("/graphql", m.GraphQLResponse, resp.content))
             if envelope.errors and not (partial and model is None and envelope.data is not None):
                 raise mapping.graphql_errors(envelope.errors)
             if envelope.data is None:
                 raise EcoError("upstream_error", "/graphql: reply has neither data nor errors",
                                details={"endpoint": "/graphql", "reason": "unexpected_body"})
-            result: M | m.GraphQLReply = m.GraphQLReply(data=envelope.data, errors=envelope.errors)
-            if model is not None:
-                try:
-                    result = m.parse_graphql_data(model, envelope.data)
-                except ValidationError as exc:
-                    raise mapping.unexpected_body("/graphql", exc) from None
+            result: M | m.GraphQLReply
+            if typed is not None:
+                result = cast(M, typed.data)  # not None: checked above
+            else:
+                data = cast(dict[str, Any], envelope.data)  # the general envelope's: a JSON object
+                if model is not None:
+                    try:
+                        result = m.parse_graphql_data(model, data)
+                    except ValidationError as exc:
+                        raise mapping.unexpected_body("/graphql", exc) from None
+                else:
+                    result = m.GraphQLReply(data=data, errors=envelope.errors)
         except EcoError as exc:
             if use_breaker and exc.code in BREAKER_CODES:
                 self.breaker.record_failure()

@@ -45,6 +45,10 @@ class NeonModel(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         frozen=False,
+        # Only keys: pydantic's cache of parsed strings keeps each value string it shares alive
+        # until another takes its slot, and those few thousand, made during a catalog build,
+        # sit scattered through the memory the build used, so the process could give none back.
+        cache_strings="keys",
     )
 
     def to_upstream(self) -> dict[str, Any]:
@@ -634,6 +638,23 @@ G = TypeVar("G", bound=BaseModel)
 def parse_graphql_data(model: type[G], data: dict[str, Any]) -> G:
     """GraphQL `data` into `model`, with GraphQL's own spellings normalised (specSize)."""
     return model.model_validate(data, context=GRAPHQL_CONTEXT)
+
+
+class TypedGraphQLResponse(NeonModel, Generic[G]):
+    """A GraphQL reply whose `data` has a known model, parsed from the body in one pass: no
+    intermediate tree of dicts held beside the models."""
+
+    data: G | None = None
+    errors: list[GraphQLErrorItem] | None = None
+
+
+def parse_typed_graphql(model: type[G], body: bytes) -> TypedGraphQLResponse[G] | None:
+    """The reply's body parsed as `TypedGraphQLResponse[model]`, under `GRAPHQL_CONTEXT`; None
+    when it is not that shape (the caller then reads it the general way, with its errors)."""
+    try:
+        return TypedGraphQLResponse[model].model_validate_json(body, context=GRAPHQL_CONTEXT)  # type: ignore[valid-type]
+    except ValueError:  # pydantic's ValidationError is one
+        return None
 
 
 class GqlSiteMonths(NeonModel):

@@ -55,6 +55,7 @@ import catalog.services.swap as swap
 from catalog.models import SUBTREES, CatalogState, LocationNodeRow, LocationRow
 from catalog.services.refresh import RefreshOutcome, _describe
 from eco_core.errors import EcoError
+from eco_core.memory import release_freed
 from upstream import models as m
 from upstream.context import call_scope
 from upstream.protocol import CatalogUpstream
@@ -251,4 +252,7 @@ async def _run(client: CatalogUpstream, sites: list[tuple[str, str]], trigger: s
                                           ok=True, rows=len(rows), requests=acct.requests)
     log.info("subtrees: %d sites, %d nodes, %d requests, %.1fs", len(sites), len(rows), acct.requests,
              time.perf_counter() - t0)
-    return RefreshOutcome(SUBTREES, True, SOURCE, len(rows), acct.requests, time.perf_counter() - t0, version)
+    count = len(rows)
+    del rows
+    release_freed()
+    return RefreshOutcome(SUBTREES, True, SOURCE, count, acct.requests, time.perf_counter() - t0, version)

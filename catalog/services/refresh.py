@@ -50,6 +50,7 @@ from catalog.models import (
 from catalog.services.graphql_queries import QUERIES
 from eco_core.config import EcoConfig, get_config
 from eco_core.errors import EcoError
+from eco_core.memory import release_freed
 from upstream import models as m
 from upstream.context import call_scope
 from upstream.protocol import CatalogUpstream
@@ -194,8 +195,10 @@ async def refresh_catalogs(
                 else:
                     log.info("GraphQL catalog fetch failed (%s); building %s from REST", _describe(gql_error), c)
                 continue
+            # Each catalog's records are let go once its rows are stored, not held to the end.
+            records = fetched.pop(c)
             try:
-                outcomes.append(await _store(c, fetched[c], client=client, source="graphql", trigger=trigger, started=started,
+                outcomes.append(await _store(c, records, client=client, source="graphql", trigger=trigger, started=started,
                                              t0=t0, requests=requests))
                 todo.remove(c)
             except Exception as exc:
@@ -203,8 +206,10 @@ async def refresh_catalogs(
                     outcomes.append(await _failed(c, exc, source="graphql", trigger=trigger, started=started,
                                                   t0=t0, requests=requests))
                     todo.remove(c)
+            del records
     for c in todo:
         outcomes.append(await _refresh_rest(c, client=client, trigger=trigger))
+    release_freed()
     return outcomes
 
 

@@ -1,0 +1,11 @@
+"""Where a stacked dataset lives and what its id looks like: light enough for the modules every
+worker loads (the tool registry, the store, the admin) to import without the stacking engine."""
+from __future__ import annotations
+
+DATASET_JSON = "dataset.json"
+FOLDER = "datasets"
+# What dataset_id() and the store's ids look like: dot-separated names of letters, digits, '_' and
+# '-', so an id is never a path ('/', '..', a leading dot).
+DATASET_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$"
+# The view of a sensor table with each row's position joined: "<table>_positioned".
+POSITIONED = "_positioned"
