@@ -518,8 +518,10 @@ def _stack_steps(product: str, record: dict[str, Any]) -> list[NextStep]:
     args: dict[str, Any] = {"product": product}
     if data:
         args["tables"] = data[:50]
-    return [NextStep(tool="eco_describe_tables", arguments=args,
-                     why="What each column means, its type and units.")]
+    steps = [NextStep(tool="eco_describe_tables", arguments=args, why="What each column means, its type and units.")]
+    # The dataset is stacked (ready): ask it in SQL next.
+    ask = query_next_step(record)
+    return steps if ask is None else [ask, *steps]
 
 
 def _selection_of(args: StackTablesInput) -> None:
@@ -918,15 +920,31 @@ def _query_steps(args: QueryTablesInput, product: str, sites: list[str], cites: 
     return steps
 
 
+async def query_folder(call: CallContext, dataset_id: str) -> Path:
+    """Where eco_query_tables finds a dataset, as eco_stack_tables put it on this transport: over
+    HTTP a ready dataset of the server's store (its last use touched, so eviction spares it while
+    it is read), on stdio the download directory's datasets. not_found with the known ids."""
+    cfg = call.cfg
+    if call.transport == "http":
+        from tables import store
+
+        folder = await catalog_read(store.ready_folder, dataset_id, cfg)
+        known = [] if folder is not None else await catalog_read(store.ready_ids)
+        where = "in this server's dataset store (eco_stack_tables builds it; wait until its state is ready)"
+    else:
+        folder = query.dataset_folder(cfg.download_dir, dataset_id)
+        known = [] if folder is not None else await asyncio.to_thread(query.dataset_ids, cfg.download_dir)
+        where = "in the download directory (eco_stack_tables answers the id of the dataset it stacks)"
+    if folder is None:
+        raise EcoError("not_found", f"dataset_id: no dataset {dataset_id!r} {where}",
+                       details={"field": "dataset_id", "didYouMean": query.suggest(dataset_id, known)
+                                if known else []})
+    return folder
+
+
 async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTablesOutput:
     cfg = call.cfg
-    folder = query.dataset_folder(cfg.download_dir, args.dataset_id)
-    if folder is None:
-        known = await asyncio.to_thread(query.dataset_ids, cfg.download_dir)
-        raise EcoError("not_found", f"dataset_id: no dataset {args.dataset_id!r} on this server (eco_stack_tables "
-                       "answers the id of the dataset it stacks)",
-                       details={"field": "dataset_id", "didYouMean": query.suggest(args.dataset_id, known)
-                                if known else []})
+    folder = await query_folder(call, args.dataset_id)
     run = query.QueryRun(folder, args.sql, args.limit, _query_limits(call))
     future = run.start()
     try:
