@@ -339,6 +339,15 @@ def _describe_steps(args: DescribeTablesInput, call: CallContext, product: str, 
 
 # -- eco_stack_tables ---------------------------------------------------------------------------
 
+# The longest a stack call over HTTP waits for its build (wait_seconds), the wait its nextSteps
+# propose while a dataset builds, the room kept before the call's deadline and how often the
+# row is read meanwhile.
+STACK_WAIT_MAX_S = 25
+STACK_WAIT_S = 20
+STACK_WAIT_RESERVE_S = 2.0
+STACK_WAIT_POLL_S = 0.25
+
+
 class StackTablesInput(ToolInput):
     product: str | None = Field(None, max_length=300, description="Product code or name (with site_codes and "
                                 "start_month: the selection).")
@@ -354,6 +363,8 @@ class StackTablesInput(ToolInput):
     max_bytes: int | None = Field(None, ge=1, description="Refuse a selection of more source bytes.")
     dataset_id: str | None = Field(None, pattern=dataset.DATASET_ID_PATTERN, max_length=200, description=(
         "Instead of a selection: the dataset an earlier call answered (its state and, once ready, its tables)."))
+    wait_seconds: int = Field(0, ge=0, le=STACK_WAIT_MAX_S, description=(
+        "HTTP: wait up to this long for a building dataset to be ready; 0 answers at once."))
 
 
 class StackedColumn(WireModel):
@@ -672,8 +683,10 @@ def _server_steps(row: Any, record: dict[str, Any] | None, selection_call: dict[
     from tables.store import MAX_ATTEMPTS
 
     if row.state == BUILDING:
-        return [NextStep(tool="eco_stack_tables", arguments={"dataset_id": row.dataset_id},
-                         why="The dataset is being built on the server: call again to follow it until it is ready.")]
+        return [NextStep(tool="eco_stack_tables", arguments={"dataset_id": row.dataset_id,
+                                                             "wait_seconds": STACK_WAIT_S},
+                         why="The dataset is being built on the server: call again (waiting for it) until it is "
+                             "ready.")]
     if row.state == FAILED:
         if row.attempts < MAX_ATTEMPTS:
             return [NextStep(tool="eco_stack_tables", arguments=selection_call,
@@ -747,9 +760,8 @@ async def _stack_on_server(args: StackTablesInput, call: CallContext) -> StackTa
     if args.dataset_id is not None:
         row = await catalog_read(store.lookup, args.dataset_id)
         if row is None:
-            raise EcoError("not_found", f"dataset_id: no dataset {args.dataset_id} on this server (never built, "
-                           "deleted, or evicted from the store after a long time unused): call with the selection "
-                           "to build it", details={"field": "dataset_id"})
+            raise _no_dataset(args.dataset_id)
+        row = await _wait_built(call, row, args.wait_seconds)
         row, record = await catalog_read(_ready_record, cfg, row)
         return _server_answer(row, record, resolved={}, notes=[], cfg=cfg, endpoint=LISTING_ENDPOINT, started=started)
     idx = await catalog_index(cfg, call.client, need=NEED)
@@ -790,15 +802,45 @@ async def _stack_on_server(args: StackTablesInput, call: CallContext) -> StackTa
                                          requested_by=acct.identity if acct is not None else "anonymous")
         if queued:
             await catalog_read(store.dispatch, key)
+        claimed, record = await catalog_read(_ready_record, cfg, await _wait_built(call, row, args.wait_seconds))
+        row = claimed
+        if claimed.state == "building":
             notes.append("The dataset is being built on the server: call again with dataset_id to follow it.")
     elif row.state != READY:
+        shared, record = await catalog_read(_ready_record, cfg, await _wait_built(call, row, args.wait_seconds))
+        row = shared
         notes.append("Its builds failed too often; an operator can delete it so it is built anew."
-                     if _restartable(row) is False and row.state == "failed"
+                     if _restartable(shared) is False and shared.state == "failed"
                      else "This dataset is being built already (asked for before): this call shares that build.")
     else:
         notes.append("Built before for this selection of the same files: answered from the server's store.")
     return _server_answer(row, record, resolved=listed.resolved, notes=notes, cfg=cfg, endpoint=listed.endpoint,
                           started=started)
+
+
+def _no_dataset(dataset_id: str) -> EcoError:
+    return EcoError("not_found", f"dataset_id: no dataset {dataset_id} on this server (never built, deleted, or "
+                    "evicted from the store after a long time unused): call with the selection to build it",
+                    details={"field": "dataset_id"})
+
+
+async def _wait_built(call: CallContext, row: Any, wait_s: float) -> Any:
+    """The dataset's row once its build has ended, or as it is after `wait_s` (cut to end before
+    the call's deadline): a caller that asks to wait needs no poll for a small build."""
+    from tables import store
+    from tables.models import BUILDING
+
+    remaining = call.accounting.remaining() if call.accounting is not None else None
+    if remaining is not None:
+        wait_s = min(wait_s, remaining - STACK_WAIT_RESERVE_S)
+    dataset_id = row.dataset_id
+    until = time.monotonic() + wait_s
+    while row.state == BUILDING and time.monotonic() < until:
+        await asyncio.sleep(min(STACK_WAIT_POLL_S, max(0.0, until - time.monotonic())))
+        row = await catalog_read(store.lookup, dataset_id)
+        if row is None:  # deleted while it built
+            raise _no_dataset(dataset_id)
+    return row
 
 
 def _restartable(row: Any) -> bool:

@@ -58,7 +58,7 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
                 assert first["datasetId"] == second["datasetId"]
                 for body in (first, second):
                     no_server_path(body, store)
-                    assert body["nextSteps"][0]["arguments"] == {"dataset_id": body["datasetId"]}
+                    assert body["nextSteps"][0]["arguments"] == {"dataset_id": body["datasetId"], "wait_seconds": 20}
                 seen: list[dict[str, Any]] = []
                 done = await poll(two, first["datasetId"], seen)
                 again = await stack(one, SEL)  # the selection again: answered from the store
@@ -72,6 +72,9 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
     done_counts = [b["progress"]["filesDownloaded"] or 0 for b in seen]
     assert done_counts == sorted(done_counts)
     assert done["progress"]["phase"] == "ready" and done["progress"]["filesDownloaded"] == done["progress"]["filesTotal"]
+    # Ready: the dataset's next step is a query of it, then its dictionary.
+    assert [s["tool"] for s in done["nextSteps"]] == ["eco_query_tables", "eco_describe_tables"]
+    assert done["nextSteps"][0]["arguments"]["dataset_id"] == done["datasetId"]
     # One set of downloads for both callers: every source file fetched once, by the worker, tokenless.
     fetched = fresh_sim.requests.matching(STORAGE)
     assert len(fetched) == len({r.path for r in fetched}) == done["progress"]["filesTotal"]
