@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 from eco_core.kept import KeptByIdentity
@@ -43,6 +43,13 @@ class KeptByValue(Generic[V]):
 
     def clear(self) -> None:
         self._entries.clear()
+
+    def drop_where(self, stale: Callable[[Hashable], bool]) -> int:
+        """Forget the entries whose key `stale` picks (what they were made from is gone)."""
+        gone = [k for k in self._entries if stale(k)]
+        for k in gone:
+            del self._entries[k]
+        return len(gone)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -342,6 +342,15 @@ def _describe_steps(args: DescribeTablesInput, call: CallContext, product: str, 
 
 # -- eco_stack_tables ---------------------------------------------------------------------------
 
+# The longest a stack call over HTTP waits for its build (wait_seconds), the wait its nextSteps
+# propose while a dataset builds, the room kept before the call's deadline and how often the
+# row is read meanwhile.
+STACK_WAIT_MAX_S = 25
+STACK_WAIT_S = 20
+STACK_WAIT_RESERVE_S = 2.0
+STACK_WAIT_POLL_S = 0.25
+
+
 class StackTablesInput(ToolInput):
     product: str | None = Field(None, max_length=300, description="With site_codes, start_month: the selection.")
     site_codes: Annotated[list[str] | None, Configured("limits.max_sites_per_call", "maxItems")] = Field(
@@ -356,6 +365,8 @@ class StackTablesInput(ToolInput):
     max_bytes: int | None = Field(None, ge=1, description="Refuse a selection of more source bytes.")
     dataset_id: str | None = Field(None, pattern=layout.DATASET_ID_PATTERN, max_length=200, description=(
         "An earlier call's datasetId, instead of a selection."))
+    wait_seconds: int = Field(0, ge=0, le=STACK_WAIT_MAX_S, description=(
+        "HTTP: wait up to this long for a building dataset to be ready; 0 answers at once."))
 
 
 class StackedColumn(WireModel):
@@ -519,8 +530,10 @@ def _stack_steps(product: str, record: dict[str, Any]) -> list[NextStep]:
     args: dict[str, Any] = {"product": product}
     if data:
         args["tables"] = data[:50]
-    return [NextStep(tool="eco_describe_tables", arguments=args,
-                     why="What each column means, its type and units.")]
+    steps = [NextStep(tool="eco_describe_tables", arguments=args, why="What each column means, its type and units.")]
+    # The dataset is stacked (ready): ask it in SQL next.
+    ask = query_next_step(record)
+    return steps if ask is None else [ask, *steps]
 
 
 def _selection_of(args: StackTablesInput) -> None:
@@ -674,8 +687,10 @@ def _server_steps(row: Any, record: dict[str, Any] | None, selection_call: dict[
     from tables.store import MAX_ATTEMPTS
 
     if row.state == BUILDING:
-        return [NextStep(tool="eco_stack_tables", arguments={"dataset_id": row.dataset_id},
-                         why="The dataset is being built on the server: call again to follow it until it is ready.")]
+        return [NextStep(tool="eco_stack_tables", arguments={"dataset_id": row.dataset_id,
+                                                             "wait_seconds": STACK_WAIT_S},
+                         why="The dataset is being built on the server: call again (waiting for it) until it is "
+                             "ready.")]
     if row.state == FAILED:
         if row.attempts < MAX_ATTEMPTS:
             return [NextStep(tool="eco_stack_tables", arguments=selection_call,
@@ -749,9 +764,8 @@ async def _stack_on_server(args: StackTablesInput, call: CallContext) -> StackTa
     if args.dataset_id is not None:
         row = await catalog_read(store.lookup, args.dataset_id)
         if row is None:
-            raise EcoError("not_found", f"dataset_id: no dataset {args.dataset_id} on this server (never built, "
-                           "deleted, or evicted from the store after a long time unused): call with the selection "
-                           "to build it", details={"field": "dataset_id"})
+            raise _no_dataset(args.dataset_id)
+        row = await _wait_built(call, row, args.wait_seconds)
         row, record = await catalog_read(_ready_record, cfg, row)
         return _server_answer(row, record, resolved={}, notes=[], cfg=cfg, endpoint=LISTING_ENDPOINT, started=started)
     idx = await catalog_index(cfg, call.client, need=NEED)
@@ -792,15 +806,45 @@ async def _stack_on_server(args: StackTablesInput, call: CallContext) -> StackTa
                                          requested_by=acct.identity if acct is not None else "anonymous")
         if queued:
             await catalog_read(store.dispatch, key)
+        claimed, record = await catalog_read(_ready_record, cfg, await _wait_built(call, row, args.wait_seconds))
+        row = claimed
+        if claimed.state == "building":
             notes.append("The dataset is being built on the server: call again with dataset_id to follow it.")
     elif row.state != READY:
+        shared, record = await catalog_read(_ready_record, cfg, await _wait_built(call, row, args.wait_seconds))
+        row = shared
         notes.append("Its builds failed too often; an operator can delete it so it is built anew."
-                     if _restartable(row) is False and row.state == "failed"
+                     if _restartable(shared) is False and shared.state == "failed"
                      else "This dataset is being built already (asked for before): this call shares that build.")
     else:
         notes.append("Built before for this selection of the same files: answered from the server's store.")
     return _server_answer(row, record, resolved=listed.resolved, notes=notes, cfg=cfg, endpoint=listed.endpoint,
                           started=started)
+
+
+def _no_dataset(dataset_id: str) -> EcoError:
+    return EcoError("not_found", f"dataset_id: no dataset {dataset_id} on this server (never built, deleted, or "
+                    "evicted from the store after a long time unused): call with the selection to build it",
+                    details={"field": "dataset_id"})
+
+
+async def _wait_built(call: CallContext, row: Any, wait_s: float) -> Any:
+    """The dataset's row once its build has ended, or as it is after `wait_s` (cut to end before
+    the call's deadline): a caller that asks to wait needs no poll for a small build."""
+    from tables import store
+    from tables.models import BUILDING
+
+    remaining = call.accounting.remaining() if call.accounting is not None else None
+    if remaining is not None:
+        wait_s = min(wait_s, remaining - STACK_WAIT_RESERVE_S)
+    dataset_id = row.dataset_id
+    until = time.monotonic() + wait_s
+    while row.state == BUILDING and time.monotonic() < until:
+        await asyncio.sleep(min(STACK_WAIT_POLL_S, max(0.0, until - time.monotonic())))
+        row = await catalog_read(store.lookup, dataset_id)
+        if row is None:  # deleted while it built
+            raise _no_dataset(dataset_id)
+    return row
 
 
 def _restartable(row: Any) -> bool:
@@ -867,6 +911,8 @@ QUERY_ENVELOPE_RESERVE = 2048
 
 def _query_limits(call: CallContext) -> query.Limits:
     """The query's wall time: tables.query_timeout_s, within what is left of the call's deadline."""
+    from tables import query
+
     t = call.cfg.tables
     timeout = t.query_timeout_s
     remaining = call.accounting.remaining() if call.accounting is not None else None
@@ -921,16 +967,34 @@ def _query_steps(args: QueryTablesInput, product: str, sites: list[str], cites: 
     return steps
 
 
+async def query_folder(call: CallContext, dataset_id: str) -> Path:
+    """Where eco_query_tables finds a dataset, as eco_stack_tables put it on this transport: over
+    HTTP a ready dataset of the server's store (its last use touched, so eviction spares it while
+    it is read), on stdio the download directory's datasets. not_found with the known ids."""
+    from tables import query
+
+    cfg = call.cfg
+    if call.transport == "http":
+        from tables import store
+
+        folder = await catalog_read(store.ready_folder, dataset_id, cfg)
+        known = [] if folder is not None else await catalog_read(store.ready_ids)
+        where = "in this server's dataset store (eco_stack_tables builds it; wait until its state is ready)"
+    else:
+        folder = query.dataset_folder(cfg.download_dir, dataset_id)
+        known = [] if folder is not None else await asyncio.to_thread(query.dataset_ids, cfg.download_dir)
+        where = "in the download directory (eco_stack_tables answers the id of the dataset it stacks)"
+    if folder is None:
+        raise EcoError("not_found", f"dataset_id: no dataset {dataset_id!r} {where}",
+                       details={"field": "dataset_id", "didYouMean": query.suggest(dataset_id, known)
+                                if known else []})
+    return folder
+
+
 async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTablesOutput:
     from tables import query
     cfg = call.cfg
-    folder = query.dataset_folder(cfg.download_dir, args.dataset_id)
-    if folder is None:
-        known = await asyncio.to_thread(query.dataset_ids, cfg.download_dir)
-        raise EcoError("not_found", f"dataset_id: no dataset {args.dataset_id!r} on this server (eco_stack_tables "
-                       "answers the id of the dataset it stacks)",
-                       details={"field": "dataset_id", "didYouMean": query.suggest(args.dataset_id, known)
-                                if known else []})
+    folder = await query_folder(call, args.dataset_id)
     run = query.QueryRun(folder, args.sql, args.limit, _query_limits(call))
     future = run.start()
     try:

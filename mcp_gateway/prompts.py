@@ -2,8 +2,10 @@
 
 Each prompt validates its arguments (a missing required one, an unknown one or a malformed value
 is JSON-RPC -32602 naming it, data.code invalid_argument) and renders steps in the spec's order.
-A step is kept only while every tool it names is registered, so a prompt never sends an agent to
-a tool this server lacks; the transport decides between downloading (stdio) and signed URLs (HTTP).
+A step is kept only while every tool it names is listed on the transport, so a prompt never sends
+an agent to a tool it cannot call; the transport decides between downloading (stdio) and signed
+URLs (HTTP), and how a stack is waited for (answered when done on stdio, built on the server over
+HTTP).
 """
 
 from __future__ import annotations
@@ -59,7 +61,9 @@ class PromptSpec:
         return "\n".join(f"{i}. {t}" if i else t for i, t in enumerate(kept))
 
     def messages(self, args: dict[str, str], transport: Transport, registry: Registry) -> list[types.PromptMessage]:
-        text = self.text(args, transport, registry.names())
+        # The tools this transport lists: a step never names one the client cannot see.
+        listed = [s.name for s in registry.listed(http=transport == "http")]
+        text = self.text(args, transport, listed)
         return [types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))]
 
 
@@ -117,8 +121,9 @@ def _find_steps(args: dict[str, str], transport: Transport) -> list[Step]:
                  + (f" Region: {region}." if region else "") + (f" Timeframe: {when}." if when else "")
                  + (f" Organism or variable: {what}." if "organism_or_variable" in args else "")),
         Step(("eco_search_products",), f"Find candidate data products: eco_search_products(query=\"{what}\") "
-             "(add theme or science_team to narrow; valid values are in eco://reference/vocabularies). "
-             "Read matchedOn and the month range of each hit."),
+             "(add site, available_from and available_to for the place and time asked, theme or science_team "
+             "to narrow; valid values are in eco://reference/vocabularies). Read matchedOn and the month range "
+             "of each hit."),
     ]
     if region:
         steps.append(Step(("eco_search_sites",), f"Find field sites for the region: eco_search_sites(query=\"{region}\") "
@@ -128,17 +133,38 @@ def _find_steps(args: dict[str, str], transport: Transport) -> list[Step]:
         steps.append(Step(("eco_search_sites",), "If the question implies a place, find field sites with "
                           "eco_search_sites(query=...) or by latitude, longitude and radius_km."))
     steps += [
-        Step(("eco_get_availability",), "Check where and when the chosen product has data: "
-             "eco_get_availability(product=..., site_codes=[...], start_month=\"YYYY-MM\", end_month=\"YYYY-MM\")"
-             + (f" for {when}" if when else "") + ". Months under PROVISIONAL are not in a release yet."),
-        Step(("eco_list_files",), "Size the data before fetching anything: eco_list_files(product=..., "
-             "site_codes=[...], start_month=..., end_month=..., detail=\"summary\"). It needs an upstream API "
-             "token; on auth_required tell the user how to set one (eco://guide/api-token)."),
+        Step(("eco_get_availability",), "If the months are unclear, check where and when the chosen product has "
+             "data: eco_get_availability(product=..., site_codes=[...], start_month=\"YYYY-MM\", "
+             "end_month=\"YYYY-MM\")" + (f" for {when}" if when else "")
+             + ". Months under PROVISIONAL are not in a release yet."),
+        Step(("eco_describe_tables",), "See its tables and fields with units: eco_describe_tables(product=..., "
+             "site_code=...). For sensor data pick the coarsest averaging interval that answers the question "
+             "(30-minute for monthly means). It needs an upstream API token; on auth_required tell the user how "
+             "to set one (eco://guide/api-token)."),
+        _stack_line(transport),
+        Step(("eco_query_tables",), "Answer with SQL: eco_query_tables(dataset_id=..., sql=\"SELECT ...\"), "
+             "starting from the query the stack's nextSteps propose (monthly means by site and sensor height). "
+             "<table>_positioned gives each row's zOffset and heightRank (1 = the top of the tower or the "
+             "shallowest soil sensor). The answer has units and the citations of the releases it read."),
+        Step(("eco_list_files",), "To hand over files instead, size them first: eco_list_files(product=..., "
+             "site_codes=[...], start_month=..., end_month=..., detail=\"summary\")."),
         _transport_line(transport),
-        Step(("eco_get_citation",), "Cite what you used: eco_get_citation(product=..., release=...) "
-             "(provisional=true for provisional data, which has no DOI)."),
+        Step(("eco_get_citation",), "Cite what you used: eco_get_citation(product=..., release=..., "
+             "format=\"bibtex\"), as the query's nextSteps give it (provisional=true for provisional data, which "
+             "has no DOI). Give the number with its units and the citation."),
     ]
     return steps
+
+
+def _stack_line(transport: Transport) -> Step:
+    call = ("Stack the table for the sites and months asked: eco_stack_tables(product=..., site_codes=[...], "
+            "start_month=..., end_month=..., tables=[...]) (the selection eco_describe_tables proposes, widened). ")
+    if transport == "stdio":
+        return Step(("eco_stack_tables", "eco_describe_tables"), call + "It downloads into the download directory "
+                    "and answers when done with dataset_id.")
+    return Step(("eco_stack_tables", "eco_describe_tables"), call + "It is built on the server and answers state "
+                "building: call eco_stack_tables(dataset_id=..., wait_seconds=20) as its nextSteps say until state "
+                "is ready.")
 
 
 # --- eco_cite_dataset ---------------------------------------------------------------------------

@@ -77,12 +77,16 @@ warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", cat
 
 
 def dataset_folder(download_dir: Path, dataset_id: str) -> Path | None:
-    """The folder of a dataset eco_stack_tables made, or None when there is none by that id. The
-    only place a dataset id becomes a path: the folder must be a real directory directly under
-    the datasets folder (no link out of it) and hold a dataset.json."""
+    """The folder of a dataset eco_stack_tables made on stdio, or None when there is none by that id."""
+    return folder_in(download_dir / dataset.FOLDER, dataset_id)
+
+
+def folder_in(root: Path, dataset_id: str) -> Path | None:
+    """The dataset `dataset_id` under `root` (the download directory's datasets, or the server's
+    store), or None. Where an id becomes a path: the folder must be a real directory directly
+    under `root` (no link out of it) and hold a dataset.json."""
     if not DATASET_ID.fullmatch(dataset_id) or dataset_id.strip(".") == "":
         return None
-    root = download_dir / dataset.FOLDER
     folder = root / dataset_id
     try:
         if folder.is_symlink() or not folder.is_dir() or folder.resolve().parent != root.resolve():
@@ -511,14 +515,37 @@ _engines = memos.by_value("tables.query_engines", max_entries=8)
 _engines_lock = threading.Lock()
 
 
+def _gone(key: Any) -> bool:
+    try:
+        st = (Path(key[0]) / dataset.DATASET_JSON).stat()
+    except OSError:
+        return True
+    return (st.st_mtime_ns, st.st_size) != (key[1], key[2])
+
+
+def forget(folder: Path) -> int:
+    """Drop the kept engines of a dataset being deleted (or evicted), so none outlives its files; a
+    query running on one keeps it until the query ends."""
+    paths = {str(folder), str(folder.resolve())}
+
+    def of_folder(key: Any) -> bool:
+        return key[0] in paths
+
+    with _engines_lock:
+        return _engines.drop_where(of_folder)
+
+
 def engine_for(folder: Path, limits: Limits) -> Engine:
-    """The kept engine of the dataset in `folder` as its dataset.json is now, else a new one."""
+    """The kept engine of the dataset in `folder` as its dataset.json is now, else a new one. Kept
+    engines whose dataset is gone or rebuilt are dropped first: another process (the store's
+    worker) may have evicted it."""
     try:
         st = (folder / dataset.DATASET_JSON).stat()
     except OSError:
         st = None
     key = (str(folder), st.st_mtime_ns if st else None, st.st_size if st else None, limits.memory_mb, limits.threads)
     with _engines_lock:
+        _engines.drop_where(_gone)
         got: Engine | None = _engines.get(key)
         if got is None:
             got = Engine(Dataset.open(folder), limits)

@@ -7,7 +7,8 @@
     dispatch(id)                                 Celery when a broker is set, else a thread here
     run_build(id)                                the build itself (the worker, or that thread)
     ready_folder(id) -> Path | None              a ready dataset's folder, its last use touched
-    evict(cfg, keep) / delete(id)               least-recently-used eviction; the ops API's delete
+    evict(cfg, keep) / delete(id)               least-recently-used eviction (sparing datasets in
+                                                 use: in_use_s); the ops API's delete
 
 Where the caller's token goes: the web process lists the selection with it (rate limits are the
 caller's) and plans the files, caps and hosts checked before any byte. The worker is handed only
@@ -162,12 +163,27 @@ def touch(row: Dataset) -> None:
 
 
 def ready_folder(dataset_id: str, cfg: EcoConfig | None = None) -> Path | None:
-    """A ready dataset's folder (its last use touched, so eviction spares it), or None."""
+    """A ready dataset's folder, or None. Its last use is touched first, so neither least-recently-
+    used order nor the in-use window (evict) lets it go while the caller reads it. A ready row
+    whose files this process cannot read is recorded failed (missing)."""
+    from tables.query import folder_in
+
+    if not DATASET_ID.fullmatch(dataset_id):
+        return None
     row = Dataset.objects.filter(dataset_id=dataset_id, state=READY).first()
     if row is None:
         return None
     touch(row)
-    return folder_of(cfg or get_config(), dataset_id)
+    folder = folder_in(store_root(cfg or get_config()), dataset_id)
+    if folder is None:
+        missing(row)
+    return folder
+
+
+def ready_ids(limit: int = 200) -> list[str]:
+    """The most recently used ready datasets' ids (suggestions for a mistyped one)."""
+    return list(Dataset.objects.filter(state=READY).order_by("-last_used_at").values_list(
+        "dataset_id", flat=True)[:limit])
 
 
 def claim(dataset_id: str, *, product: str, selection: dict[str, Any], plan: dict[str, Any], planned_bytes: int,
@@ -370,28 +386,42 @@ def _size(folder: Path) -> int:
 # -- eviction and deletion ----------------------------------------------------------------------
 
 def _remove(cfg: EcoConfig, dataset_id: str) -> None:
+    from tables.query import forget
+
+    forget(folder_of(cfg, dataset_id))
     shutil.rmtree(folder_of(cfg, dataset_id), ignore_errors=True)
     shutil.rmtree(sources_of(cfg, dataset_id), ignore_errors=True)
 
 
+def in_use_s(cfg: EcoConfig) -> float:
+    """How long after its last use a dataset may still be read: a query touches it (ready_folder)
+    before it starts and ends within the call's deadline (its wall-time limit is cut to fit)."""
+    return max(cfg.eco.call_deadline_s, cfg.tables.query_timeout_s)
+
+
 def evict(cfg: EcoConfig, keep: str | None = None) -> list[str]:
-    """Delete the least recently used ready datasets (never `keep`) until the ready ones fit
-    tables.max_store_bytes; the ids deleted."""
+    """Delete the least recently used ready datasets (never `keep`, nor one used within in_use_s,
+    which a query may be reading) until the ready ones fit tables.max_store_bytes; the ids
+    deleted. The store may stay over its cap until those queries are over."""
     cap = cfg.tables.max_store_bytes
     gone: list[str] = []
     ready = list(Dataset.objects.filter(state=READY).order_by("last_used_at").values_list(
-        "dataset_id", "size_bytes"))
-    used = sum(size for _, size in ready)
-    for dataset_id, size in ready:
+        "dataset_id", "size_bytes", "last_used_at"))
+    used = sum(size for _, size, _ in ready)
+    recent = now().timestamp() - in_use_s(cfg)
+    for dataset_id, size, last_used in ready:
         if used <= cap:
             break
-        if dataset_id == keep:
+        if dataset_id == keep or last_used.timestamp() > recent:
             continue
-        if Dataset.objects.filter(dataset_id=dataset_id, state=READY).delete()[0]:
+        # Conditional on the last use read: a query touching it since then keeps it.
+        if Dataset.objects.filter(dataset_id=dataset_id, state=READY, last_used_at=last_used).delete()[0]:
             _remove(cfg, dataset_id)
             gone.append(dataset_id)
             log.info("dataset store: evicted %s (%d bytes, least recently used)", dataset_id, size)
         used -= size
+    if used > cap:
+        log.warning("dataset store: %d bytes, over its cap of %d: the rest is in use or being kept", used, cap)
     return gone
 
 

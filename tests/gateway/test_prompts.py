@@ -4,6 +4,8 @@ registered tools and arguments, and refusing missing or malformed arguments with
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -21,8 +23,8 @@ FULL = {
                           "end_month": "2023-03", "package": "expanded"},
 }
 ORDER = {
-    "eco_find_data": ["eco_search_products", "eco_search_sites", "eco_get_availability", "eco_list_files",
-                      "eco_get_citation"],
+    "eco_find_data": ["eco_search_products", "eco_search_sites", "eco_get_availability", "eco_describe_tables",
+                      "eco_stack_tables", "eco_query_tables", "eco_list_files", "eco_get_citation"],
     "eco_cite_dataset": ["eco_get_product", "eco_get_availability", "eco_get_citation"],
     "eco_plan_download": ["eco_ping", "eco_get_availability", "eco_list_files", "eco_get_citation"],
 }
@@ -73,6 +75,30 @@ def test_the_stdio_rendering_offers_the_download_tool_and_http_the_signed_urls()
     assert "eco_download_files" not in http and "signed URLs" in http
     without = spec.text(FULL["eco_plan_download"], "stdio", default_registry().names())
     assert ("eco_download_files" in without) == (default_registry().get("eco_download_files") is not None)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_find_data_leads_from_the_question_to_a_cited_answer_through_tools_listed_on_its_transport(transport):
+    reg = default_registry()
+    listed = {s.name for s in reg.listed(http=transport == "http")}
+    spec = next(p for p in PROMPTS if p.name == "eco_find_data")
+    (message,) = spec.messages(FULL["eco_find_data"], transport, reg)
+    text = message.content.text
+    named = set(re.findall(r"\beco_[a-z_]+\b", text))
+    assert named <= listed, named - listed
+    path = ["eco_search_products", "eco_describe_tables", "eco_stack_tables", "eco_query_tables", "eco_get_citation"]
+    assert set(path) <= named, set(path) - named
+    starts = [text.index(f"{t}(") for t in path]
+    assert starts == sorted(starts), text
+    # How a stack is waited for is the transport's: answered when done, or built on the server.
+    if transport == "stdio":
+        assert "answers when done" in text and "wait_seconds" not in text
+    else:
+        assert "eco_stack_tables(dataset_id=..., wait_seconds=20)" in text and "answers when done" not in text
+        assert "eco_download_files" not in text
+    # A tool the transport does not list is never named: its steps are dropped.
+    without = spec.text(FULL["eco_find_data"], transport, sorted(listed - {"eco_stack_tables"}))
+    assert "eco_stack_tables" not in without and "eco_describe_tables(" in without
 
 
 @pytest.mark.parametrize(("name", "arguments", "field"), [

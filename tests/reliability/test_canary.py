@@ -37,6 +37,7 @@ from tests.reliability import canary
 from tests.reliability.canary import CANARY
 from tests.tables.query_support import QUERY_CALL, stack_soil
 from tests.tools.conftest import sim_cfg  # noqa: F401  (fixture)
+from tests.tools.stack_server_support import record_ready, rows_cleared  # noqa: F401  (fixture)
 from upstream_sim.biodata import RECORDED_PROTO_UUID, Samples
 
 PRODUCT = "DP1.10003.001"  # breeding landbird point counts: small files at HARV in 2020-05
@@ -144,7 +145,7 @@ def finish_stdio(proc: subprocess.Popen[str], errfile: Any, replies: int) -> dic
 
 
 async def test_the_canary_appears_in_no_answer_header_log_file_or_row_of_any_tool_over_http_and_stdio(
-        http_server, sim_cfg, fresh_sim, active_config, tmp_path):
+        http_server, sim_cfg, fresh_sim, active_config, tmp_path, rows_cleared, django_db_blocker):
     sim = fresh_sim
     assert sim.seed == canary.SIM_SEED and canary.find(CANARY.token)
     registry = default_registry()
@@ -163,11 +164,14 @@ async def test_the_canary_appears_in_no_answer_header_log_file_or_row_of_any_too
                                  # eco_describe_tables reads the variables file from the simulator's storage.
                                  "downloads.allowed_hosts": ["127.0.0.1", "localhost"],
                                  "downloads.directory": str(tmp_path / "http-downloads"),
+                                 # eco_query_tables over HTTP reads the server's dataset store.
+                                 "tables.store_directory": str(tmp_path / "http-store"),
                                  # The canary on public upstream requests too (a refresh over HTTP stays anonymous).
                                  "eco.token_for_public_endpoints": True},
                           env={"ECO_TOKEN": CANARY.token, "ECO_MCP_SERVER__OPS_TOKEN": OPS_TOKEN}, warn=False)
         active_config(cfg)
-        stack_soil(tmp_path / "http-downloads")
+        ds_id, record = stack_soil(tmp_path / "http-downloads", into=tmp_path / "http-store")
+        record_ready(django_db_blocker, ds_id, record, tmp_path / "http-store" / ds_id)
         await _http_traffic(http_server, cfg, sim, registry)
         answers = finish_stdio(proc, errfile, replies)
     finally:

@@ -27,13 +27,14 @@ QUERY_CALL = {"dataset_id": QUERY_ID, "sql": "SELECT siteID, verticalPosition, c
 
 
 def stack_soil(downloads: Path, sites: tuple[str, ...] = ("HARV",), window: tuple[str, str] = WINDOW,
-               tables: list[str] | None = None) -> tuple[str, dict[str, Any]]:
-    """Stacks the selection into the download directory's datasets folder; its id and record."""
+               tables: list[str] | None = None, into: Path | None = None) -> tuple[str, dict[str, Any]]:
+    """Stacks the selection into the download directory's datasets folder (or `into`/<id>, a
+    server's dataset store); its id and record."""
     files = files_for(1)
     # The packages beside the download directory, as a stack's sources would be in it.
     sources = write_packages(files, SOIL, list(sites), window[0], window[1], downloads.parent / f"{downloads.name}-src")
     ds_id = dataset.dataset_id(SOIL, list(sites), window[0], window[1], "basic", None, True, tables)
-    folder = downloads / dataset.FOLDER / ds_id
+    folder = (downloads / dataset.FOLDER if into is None else into) / ds_id
     selection = {"product": SOIL, "siteCodes": list(sites), "startMonth": window[0], "endMonth": window[1],
                  "package": "basic", "release": None, "includeProvisional": True, "tables": tables}
     built = dataset.build(folder, dataset.table_sources(sources), root=downloads, product=SOIL, package="basic",

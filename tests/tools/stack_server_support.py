@@ -75,6 +75,34 @@ def rows_cleared(django_db_blocker: Any) -> Iterator[None]:
         thread.join()
 
 
+def in_another_connection(blocker: Any, fn: Any) -> None:
+    """`fn()` committed on a connection of its own, so the server's threads see what it writes
+    (the test's connection is inside the transaction that is rolled back)."""
+    from django.db import connections
+
+    def run() -> None:
+        try:
+            fn()
+        finally:
+            connections.close_all()
+
+    with blocker.unblock():
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+
+
+def record_ready(blocker: Any, dataset_id: str, record: dict[str, Any], folder: Path, **fields: Any) -> None:
+    """A dataset already in the store, recorded ready (as a finished build leaves it)."""
+    from tables.models import READY, Dataset
+    from tables.store import now
+
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    row = {"product": record["product"], "selection": record["selection"], "state": READY, "size_bytes": size,
+           "requested_by": "test", "last_used_at": now(), "progress": {"phase": "ready"}, **fields}
+    in_another_connection(blocker, lambda: Dataset.objects.create(dataset_id=dataset_id, **row))
+
+
 def no_server_path(body: dict[str, Any], store: Path) -> None:
     text = json.dumps(body)
     assert str(store) not in text and str(store.parent) not in text and '"folder": null' in text

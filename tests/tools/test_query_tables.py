@@ -1,7 +1,8 @@
-"""eco_query_tables through the SDK's real MCP client: over HTTP on a dataset stacked into the
-server's download directory, and over a stdio subprocess from eco_stack_tables' own answer to the
-query, then to the BibTeX its nextSteps point at. Units, citations, truncation by the limit and
-by the result budget, errors naming the sql field, and no server path in any answer."""
+"""eco_query_tables through the SDK's real MCP client: over HTTP on a dataset in the server's
+dataset store (where eco_stack_tables builds over HTTP; the download directory is not looked in),
+and over a stdio subprocess from eco_stack_tables' own answer to the query, then to the BibTeX its
+nextSteps point at. Units, citations, truncation by the limit and by the result budget, errors
+naming the sql field, and no server path in any answer."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from pathlib import Path
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests.catalog.celery_worker import require_postgres
 from tests.gateway.checks import assert_error, assert_valid_tool_result
 from tests.gateway.conftest import PYTHON, REPO, fake_catalog, http_server, stdio_env  # noqa: F401  (fixtures)
 from tests.tables.query_support import SOIL, stack_soil
 from tests.tools.conftest import sim_config
+from tests.tools.stack_server_support import record_ready, rows_cleared, store  # noqa: F401  (fixtures)
 
 MONTHLY = ("SELECT siteID, verticalPosition, date_trunc('month', startDateTime) AS month, "
            "avg(soilTempMean) AS meanTemp, count(*) AS n FROM ST_30_minute GROUP BY ALL ORDER BY ALL")
@@ -25,16 +28,26 @@ def _step(payload: dict, tool: str) -> dict:
     return next(s["arguments"] for s in payload["nextSteps"] if s["tool"] == tool)
 
 
+def _stored(tmp_path: Path, store: Path, blocker: object) -> str:  # noqa: F811
+    require_postgres()  # the server's threads read the store's rows the test writes
+    ds_id, record = stack_soil(tmp_path / "downloads", into=store)
+    record_ready(blocker, ds_id, record, store / ds_id)
+    return ds_id
+
+
 async def test_queries_over_http_answer_units_citations_and_truncation_and_never_a_path(
-        http_server, sim_cfg, sim, active_config, tmp_path):  # noqa: F811
+        http_server, sim_cfg, sim, active_config, tmp_path, store, rows_cleared, django_db_blocker):  # noqa: F811
+    ds_id = _stored(tmp_path, store, django_db_blocker)
+    # A dataset in the download directory (as stdio stacks): over HTTP it is not there to read.
     downloads = tmp_path / "downloads"
-    ds_id, _ = stack_soil(downloads)
-    cfg = sim_config(sim, server__transport="http", downloads__directory=str(downloads))
+    local_id, _ = stack_soil(downloads, window=("2024-08", "2024-08"))
+    cfg = sim_config(sim, server__transport="http", downloads__directory=str(downloads),
+                     tables__store_directory=str(store))
     active_config(cfg)
     with http_server(cfg) as srv:
         async with Client(srv.url, mode="2026-07-28") as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert "eco_query_tables" in tools and "eco_stack_tables" not in tools
+            assert {"eco_query_tables", "eco_stack_tables"} <= set(tools)
             texts = []
 
             async def call(args: dict) -> object:
@@ -80,13 +93,15 @@ async def test_queries_over_http_answer_units_citations_and_truncation_and_never
             err = assert_error(await call({"dataset_id": ds_id + "x", "sql": "SELECT 1"}), "not_found")
             assert "dataset_id" in err["message"] and err["details"]["didYouMean"] == [ds_id]
             err = assert_error(await call({"dataset_id": "../../etc", "sql": "SELECT 1"}), "not_found")
+            err = assert_error(await call({"dataset_id": local_id, "sql": "SELECT 1"}), "not_found")
+            assert "dataset store" in err["message"]
             positioned = assert_valid_tool_result(tools["eco_query_tables"], await call({
                 "dataset_id": ds_id, "sql": "SELECT sensorLocationID, zOffset, avg(soilTempMean) AS t FROM "
                 "ST_30_minute_positioned WHERE heightRank = 1 GROUP BY ALL"}))
             assert {c["name"]: c["units"] for c in positioned["columns"]}["zOffset"] == "meter"
             assert positioned["tablesRead"] == ["ST_30_minute_positioned"]
     for text in texts:
-        assert str(downloads) not in text and str(downloads.resolve()) not in text
+        assert str(tmp_path) not in text and str(tmp_path.resolve()) not in text
 
 
 async def test_stack_then_query_then_cite_over_stdio(stdio_env, sim, tmp_path):  # noqa: F811
@@ -118,10 +133,9 @@ async def test_stack_then_query_then_cite_over_stdio(stdio_env, sim, tmp_path): 
 
 
 async def test_a_long_query_runs_off_the_event_loop_and_is_cancelled_at_its_limit(
-        http_server, sim_cfg, sim, active_config, tmp_path):  # noqa: F811
-    downloads = tmp_path / "downloads"
-    ds_id, _ = stack_soil(downloads)
-    cfg = sim_config(sim, server__transport="http", downloads__directory=str(downloads), tables__query_timeout_s=8)
+        http_server, sim_cfg, sim, active_config, tmp_path, store, rows_cleared, django_db_blocker):  # noqa: F811
+    ds_id = _stored(tmp_path, store, django_db_blocker)
+    cfg = sim_config(sim, server__transport="http", tables__store_directory=str(store), tables__query_timeout_s=8)
     active_config(cfg)
     with http_server(cfg) as srv:
         async with Client(srv.url, mode="2026-07-28") as client:

@@ -96,7 +96,12 @@ async def test_the_stacked_tables_equal_neonutilities_from_the_same_selection(ca
     assert {"variables", "readme", "validation", "categorical_codes"} <= set(body["files"])
     record = (folder / "dataset.json").read_text()
     assert '"md5"' in record and "RELEASE-2026" in record
-    assert [s["tool"] for s in body["nextSteps"]] == ["eco_describe_tables"]
+    # Stacked: the next step is a query of the dataset (the first rows of a table), then its dictionary.
+    assert [s["tool"] for s in body["nextSteps"]] == ["eco_query_tables", "eco_describe_tables"]
+    ask = body["nextSteps"][0]["arguments"]
+    assert ask["dataset_id"] == body["datasetId"]
+    asked = (await call_tool("eco_query_tables", ask)).ok
+    assert asked["returned"] == 10 and asked["citations"]
 
 
 @pytest.mark.slow

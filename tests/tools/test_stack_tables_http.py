@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -24,6 +25,7 @@ from tests.tools.stack_server_support import (  # noqa: F401  (fixtures)
     Worker,
     broker,
     caller,
+    in_another_connection,
     no_server_path,
     poll,
     rows,
@@ -56,7 +58,7 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
                 assert first["datasetId"] == second["datasetId"]
                 for body in (first, second):
                     no_server_path(body, store)
-                    assert body["nextSteps"][0]["arguments"] == {"dataset_id": body["datasetId"]}
+                    assert body["nextSteps"][0]["arguments"] == {"dataset_id": body["datasetId"], "wait_seconds": 20}
                 seen: list[dict[str, Any]] = []
                 done = await poll(two, first["datasetId"], seen)
                 again = await stack(one, SEL)  # the selection again: answered from the store
@@ -70,6 +72,9 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
     done_counts = [b["progress"]["filesDownloaded"] or 0 for b in seen]
     assert done_counts == sorted(done_counts)
     assert done["progress"]["phase"] == "ready" and done["progress"]["filesDownloaded"] == done["progress"]["filesTotal"]
+    # Ready: the dataset's next step is a query of it, then its dictionary.
+    assert [s["tool"] for s in done["nextSteps"]] == ["eco_query_tables", "eco_describe_tables"]
+    assert done["nextSteps"][0]["arguments"]["dataset_id"] == done["datasetId"]
     # One set of downloads for both callers: every source file fetched once, by the worker, tokenless.
     fetched = fresh_sim.requests.matching(STORAGE)
     assert len(fetched) == len({r.path for r in fetched}) == done["progress"]["filesTotal"]
@@ -142,7 +147,7 @@ async def test_a_worker_killed_mid_build_leaves_the_dataset_failed_and_a_retry_c
 
 
 async def test_the_store_evicts_its_least_recently_used_dataset_past_its_cap(
-        http_server, sim_cfg, fresh_sim, active_config, broker, store, tmp_path, rows_cleared):
+        http_server, sim_cfg, fresh_sim, active_config, broker, store, tmp_path, rows_cleared, django_db_blocker):
     token = fresh_sim.issue_token()
     worker = Worker(tmp_path, fresh_sim, broker, store).start()
     cfg = active_config(server_config(fresh_sim, store))
@@ -164,7 +169,16 @@ async def test_the_store_evicts_its_least_recently_used_dataset_past_its_cap(
                 worker.stop()
                 worker = Worker(tmp_path, fresh_sim, broker, store,
                                 tables__max_store_bytes=sum(sizes.values()) - 1).start()
-                await poll(client, ids["a"], [])  # a used after b: b is the least recently used
+                # a used after b, both longer ago than a query can run (store.in_use_s): b is the least
+                # recently used and nothing is in use.
+                def backdate() -> None:
+                    from tables.models import Dataset
+
+                    for name, hours in (("a", 1), ("b", 2)):
+                        Dataset.objects.filter(dataset_id=ids[name]).update(
+                            last_used_at=store_mod.now() - timedelta(hours=hours))
+
+                in_another_connection(django_db_blocker, backdate)
                 again = await stack(client, THIRD)
                 assert again["datasetId"] == ids["c"] and again["state"] == "building"
                 await poll(client, ids["c"], [])

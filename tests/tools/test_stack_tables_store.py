@@ -193,3 +193,51 @@ def test_a_ready_dataset_whose_files_are_gone_reads_failed_with_the_reason_and_c
     _, queued = store.claim(row.dataset_id, product=LITTER, selection=row.selection, plan={"items": []},
                             planned_bytes=0, requested_by=token_hash("caller-token"))
     assert queued
+
+
+def test_eviction_spares_a_dataset_a_query_read_within_the_in_use_window_and_takes_it_after(ops_store):
+    from tables import store
+    from tables.models import Dataset
+
+    cfg = eco_config.load_config(flags={"tables.store_directory": str(ops_store), "tables.max_store_bytes": 1},
+                                 env={}, warn=False)
+    old = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.0001", used_minutes_ago=120)
+    read = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.0002", used_minutes_ago=60)
+    new = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.0003")
+    (ops_store / read.dataset_id / "dataset.json").write_text("{}")
+    # A query of `read` starts: the lookup eco_query_tables makes over HTTP touches its last use.
+    assert store.ready_folder(read.dataset_id, cfg) == ops_store / read.dataset_id
+    assert store.evict(cfg, keep=new.dataset_id) == [old.dataset_id]  # over the cap still: `read` is in use
+    assert (ops_store / read.dataset_id).is_dir() and not (ops_store / old.dataset_id).exists()
+    past = datetime.now(UTC) - timedelta(seconds=store.in_use_s(cfg) + 1)
+    Dataset.objects.filter(pk=read.pk).update(last_used_at=past)
+    assert store.evict(cfg, keep=new.dataset_id) == [read.dataset_id]
+    assert not (ops_store / read.dataset_id).exists() and (ops_store / new.dataset_id).is_dir()
+
+
+def test_the_kept_query_engine_of_a_deleted_or_evicted_dataset_is_dropped(ops_store, tmp_path):
+    import shutil
+
+    from eco_core.memo import memos
+    from tables import query, store
+    from tests.tables.query_support import stack_soil
+
+    memos.drop_all()
+    limits = query.Limits(timeout_s=20, memory_mb=256, threads=1)
+
+    def kept() -> set[str]:
+        return {k[0] for k in query._engines._entries}
+
+    one, _ = stack_soil(tmp_path / "d1", into=ops_store, window=("2024-08", "2024-08"))
+    two, _ = stack_soil(tmp_path / "d2", into=ops_store, window=("2024-09", "2024-09"))
+    for ds in (one, two):
+        assert query.QueryRun(ops_store / ds, "SELECT count(*) FROM ST_30_minute", 1, limits).run().rows[0][0] > 0
+    assert kept() == {str(ops_store / one), str(ops_store / two)}
+    # Deleted in this process (the ops API, or eviction by a build run here): its engine goes with it.
+    store.delete(one, eco_config.get_config())
+    assert kept() == {str(ops_store / two)}
+    # Removed by another process (the worker evicting it): dropped at the next query of any dataset.
+    three, _ = stack_soil(tmp_path / "d3", into=ops_store, window=("2024-10", "2024-10"))
+    shutil.rmtree(ops_store / two)
+    query.QueryRun(ops_store / three, "SELECT 1", 1, limits).run()
+    assert kept() == {str(ops_store / three)}
