@@ -178,7 +178,12 @@ TABLE: dict[str, tuple[float, list[tuple[float, Args]]]] = {
 # Listed over HTTP but left out of the load, with the reason: the run stops if a listed tool is
 # neither here nor in TABLE.
 NOT_LOADED = {"eco_describe_tables": "reads each product's variables file from storage, which the load's "
-                                     "configuration does not allow; its own tests cover it over HTTP"}
+                                     "configuration does not allow; its own tests cover it over HTTP",
+             "eco_stack_tables": "over HTTP it queues a build for the Celery workers and downloads from storage, "
+                                 "which the load's configuration does not allow; its own tests cover it with a "
+                                 "real worker",
+             "eco_query_tables": "needs a stacked dataset in the server's store, which only eco_stack_tables "
+                                 "builds; bench_query measures its queries"}
 PLACEHOLDER = re.compile(r"%([a-z.]+)%")
 GOAL_PERCENT = 90.0
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,13 +38,16 @@ def broker(redis_url: str, settings: Any) -> Iterator[str]:
     from eco_service.celery import app
 
     require_postgres()
-    old = (app.conf.broker_url, app.conf.task_always_eager)
+    old = (app.conf.broker_url, app.conf.task_always_eager, app.conf.task_default_queue)
     settings.CELERY_BROKER_URL = redis_url
+    # A queue of this test's own: test files run side by side on one broker, and a worker of
+    # another file must not take this one's builds (Worker listens on the same queue).
     app.conf.broker_url, app.conf.task_always_eager = redis_url, False
+    app.conf.task_default_queue = f"stack-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
         yield redis_url
     finally:
-        app.conf.broker_url, app.conf.task_always_eager = old
+        app.conf.broker_url, app.conf.task_always_eager, app.conf.task_default_queue = old
         # The app's cached pools point at this broker: forgotten (kombu keeps the open pool of
         # this URL for the next test that sends to it).
         app._after_fork()
@@ -169,12 +173,14 @@ class Worker:
         self.runs = 0
 
     def start(self) -> Worker:
+        from eco_service.celery import app
+
         self.runs += 1
         log = self.tmp_path / f"worker-{self.runs}.log"
         with log.open("w") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "eco_service", "worker", "--pool=solo", "--loglevel=INFO",
-                 "-n", f"stack-{os.getpid()}-{self.runs}@%h", "--without-gossip", "--without-mingle",
+                 "-Q", app.conf.task_default_queue, "-n", f"stack-{os.getpid()}-{self.runs}@%h", "--without-gossip", "--without-mingle",
                  "--without-heartbeat"],
                 cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         return self

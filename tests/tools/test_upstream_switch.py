@@ -110,7 +110,7 @@ def test_pointed_at_an_unreachable_upstream_the_tools_answer_catalog_unavailable
                                                                                               fresh_sim):
     cfg = _cfg(f"{UNREACHABLE}/api/v0", f"{UNREACHABLE}/graphql")
     for tool, args in (("eco_search_products", {"query": "temperature"}), ("eco_search_sites", {}),
-                       ("eco_list_releases", {}), ("eco_find_locations", {"root": "D01"})):
+                       ("eco_list_releases", {}), ("eco_find_locations", {"root": "D01", "location_type": "SITE"})):
         answer = _call(cfg, tool, args)
         assert answer["isError"] and MARKER not in str(answer), (tool, answer)
         err = answer["error"]
