@@ -51,6 +51,7 @@ from eco_core.paging import RowCap
 from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page
 from families.call import CallContext
 from tables import kept, layout, names
+from tables.layout import on_disk
 from tables.variables import FieldDef, column_type, parse, table_descriptions, tables_of
 from upstream import models as um
 
@@ -641,7 +642,7 @@ async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTables
     # same MD5 and size is on disk already.
     recorded = {(s["name"], s.get("md5")): s.get("size") for s in (record or {}).get("sources") or []}
     fetch = [i for i, s in zip(plan.items, sources, strict=True)
-             if not _on_disk(s.path, recorded.get((i.name, i.md5)))]
+             if not on_disk(s.path, recorded.get((i.name, i.md5)))]
     reporter = _Reporter(call, len(fetch) + len(sources))
     downloaded = moved = 0
     for k in range(0, len(fetch), BATCH):
@@ -852,15 +853,6 @@ def _restartable(row: Any) -> bool:
     from tables.store import MAX_ATTEMPTS
 
     return row.state == FAILED and row.attempts < MAX_ATTEMPTS
-
-
-def _on_disk(path: Path, size: int | None) -> bool:
-    if size is None:
-        return False
-    try:
-        return path.stat().st_size == size
-    except OSError:
-        return False
 
 
 # -- eco_query_tables ---------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 worker loads (the tool registry, the store, the admin) to import without the stacking engine."""
 from __future__ import annotations
 
+from pathlib import Path
+
 DATASET_JSON = "dataset.json"
 FOLDER = "datasets"
 # What dataset_id() and the store's ids look like: dot-separated names of letters, digits, '_' and
@@ -9,3 +11,13 @@ FOLDER = "datasets"
 DATASET_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$"
 # The view of a sensor table with each row's position joined: "<table>_positioned".
 POSITIONED = "_positioned"
+
+
+def on_disk(path: Path, size: int | None) -> bool:
+    """Whether a downloaded source is there whole: its size is known and the file has it."""
+    if size is None:
+        return False
+    try:
+        return path.stat().st_size == size
+    except OSError:
+        return False

@@ -48,7 +48,7 @@ from django.db import IntegrityError, connections, transaction
 
 from eco_core.config import EcoConfig, get_config
 from eco_core.errors import EcoError
-from tables.layout import DATASET_ID_PATTERN
+from tables.layout import DATASET_ID_PATTERN, on_disk
 from tables.models import BUILDING, FAILED, READY, Dataset
 
 log = logging.getLogger("eco.tables")
@@ -325,7 +325,7 @@ def _build(cfg: EcoConfig, row: Dataset, writer: _Writer) -> int:
                   md5=i["md5"], token_only=False, product=row.product, site=i["site"], month=i["month"],
                   release=i["release"]) for i in plan_json["items"]]
     sources = [SourceFile(root / i.rel, i.name, i.md5, i.release or "PROVISIONAL") for i in items]
-    fetch = [i for i, s in zip(items, sources, strict=True) if not _on_disk(s.path, i.size)]
+    fetch = [i for i, s in zip(items, sources, strict=True) if not on_disk(s.path, i.size)]
     total_bytes = sum(i.size or 0 for i in items)
     writer.write(force=True, filesTotal=len(items), filesDownloaded=len(items) - len(fetch), bytesTotal=total_bytes,
                  bytesDownloaded=total_bytes - sum(i.size or 0 for i in fetch), tablesDone=0, tablesTotal=None)
@@ -368,15 +368,6 @@ def _client() -> Any:
     from upstream.client import get_client
 
     return get_client()
-
-
-def _on_disk(path: Path, size: int | None) -> bool:
-    if size is None:
-        return False
-    try:
-        return path.stat().st_size == size
-    except OSError:
-        return False
 
 
 def _size(folder: Path) -> int:
