@@ -19,7 +19,7 @@ releases, citations). Printed per way: VmRSS before the load, VmRSS (steady, aft
 and VmHWM (peak) of the worker from /proc/<pid>/status, the calls made, and any that failed.
 
 Figures (2-core container shared with other engineers' test runs, load average 4-8; 30 s, 4
-clients, 875-2,563 calls a run, none failed; simulated catalog: 197 products, 81 sites, 3,439
+clients, 875-2,941 calls a run, none failed; simulated catalog: 197 products, 81 sites, 3,439
 location nodes). MB of VmRSS after the load (VmHWM, the peak, in brackets):
 
     tree                                                    way A           way B
@@ -30,6 +30,9 @@ location nodes). MB of VmRSS after the load (VmHWM, the peak, in brackets):
     + pydantic caches keys only                             160.8 (208.8)   150.8 (150.8)
     + one glibc arena, rapidfuzz on first misspelling       155.1, 155.4    148.8, 147.8
       (two runs)                                            (205.5, 205.3)  (148.8, 147.8)
+    ee6b574 (+ the query engine, the dataset store)         156.5 (205.9)   -
+    + a build closes the connection it wrote through        152.9, 153.0,   150.1 (150.1)
+      (three runs)                                          153.3 (205.9-206.0)
 
 Before the load way A read 281.3 MB at b093be4 and 144.1-145.0 MB after; way B 193.2 and 118.0.
 Import cost of a worker ready to serve (django.setup, the ASGI app, every tool registered):
@@ -49,12 +52,38 @@ cached the peak is higher (VmHWM 205 against 180 MB: equal month texts are no lo
 each while the reply is read) and after build, walk and index 74 arenas hold 70.5 MB with 1.3
 MB free.
 
-Not met: way A's 150 MB. What is left is the load's own working set (the index, 11.5 MB, is
-built at the first call after the subtree walk) over an import baseline of 113-118 MB (Django and
-its admin, the MCP SDK with both protocol versions' types and cryptography, Celery's modules,
-pydantic-core, ssl), and 5-7 MB more glibc heap in way A than in way B after the load (not
-measured apart; likely the SQLite page cache of the connection that wrote the catalogs and the
-upstream answers the walk cached, which way B's worker never holds).
+Since ee6b574 (measured in a process doing the same build and walk against the simulator, then
+sys._debugmallocstats and glibc's mallinfo2): the build and walk leave way A 22-24 MB above the
+import baseline of 116.5 MB before any call. Of that, 7 MB is glibc heap in use: 3.5 MB the
+SQLite connection that wrote the catalogs (its page cache; closing it gave back 2.7 MB of RSS,
+now done after every build and walk, which took way A from 142.3 to 136.7-139.5 MB before the
+load and 156.5 to 153 after), 1.8 MB the 81 subtree answers the walk stored in the in-process
+answer cache (clearing them gave back 1.7 MB; not done: the walk would need a way to read
+without storing, through the client and its protocol), the rest the HTTP client, its TLS
+context and Django's caches. The other 16-17 MB is pymalloc: 75 arenas against 58 after import,
+holding only 1 MB more live blocks; about 16 MB of free pools sit in 15-16 arenas that the build
+left with a few survivors each (found with gc.get_objects(): urllib.parse's split cache,
+weak references from type caches, functions and classes made on first use of a code path,
+Django's per-model caches). Importing every module the build imports before it starts did not
+free one of them. The load then adds 15 MB in way A and 30 MB in way B: way A's load reuses
+part of those free pools.
+
+Import baseline, where it goes (RSS deltas per top-level import in one interpreter doing what
+a ready worker does; `python -X importtime` for who imports what): the MCP SDK 27 MB with what
+it imports, of which cryptography 8.4 (mcp.server.request_state imports it at the top, and
+mcp.server imports that) and both protocol versions' types 2.0; Celery with kombu, click,
+yaml, dateutil 7 MB, loaded by django_celery_beat's models (celery.schedules), an installed
+app the admin needs, and by eco_service.tasks, which the ops API imports: dropping only
+django_celery_beat saved 3 MB and Celery stayed; httpx's command line (rich, pygments, click)
+1.4 MB, imported by httpx itself when they are installed. None of these is ours to make lazy
+without giving up the admin's schedules or patching a dependency.
+
+Not met: way A's 150 MB (153 MB, 3 over). What is left is the load's own working set (the index,
+11.5 MB, is built at the first call after the subtree walk) over an import baseline of 116.5 MB
+(above), and in way A the pymalloc arenas the build pins (16 MB of free pools, above) and the
+walk's answers in the answer cache (1.8 MB). Candidates not tried: a read through the client that
+does not store its answer, for the walk; clearing the caches seen pinning arenas after the walk
+(each arena needs all its survivors gone, so this would be a list to keep up, not a mechanism).
 """
 
 from __future__ import annotations

@@ -215,13 +215,16 @@ async def refresh_location_subtrees(*, client: CatalogUpstream, trigger: str = "
         return RefreshOutcome(SUBTREES, False, None, 0, 0, time.perf_counter() - t0,
                               error=f"skipped: another subtree refresh is under way ({running} sites)")
     try:
-        return await _run(client, sites, trigger, started, t0, sleep)
+        outcome = await _run(client, sites, trigger, started, t0, sleep)
     finally:
         try:
             # Also on cancellation (a server shutting down): the progress must not read as running.
             await sync_to_async(_finish)()
         finally:
             lock.release()
+    await sync_to_async(swap.close_connection)()
+    release_freed()
+    return outcome
 
 
 async def _run(client: CatalogUpstream, sites: list[tuple[str, str]], trigger: str, started: datetime,
@@ -252,7 +255,4 @@ async def _run(client: CatalogUpstream, sites: list[tuple[str, str]], trigger: s
                                           ok=True, rows=len(rows), requests=acct.requests)
     log.info("subtrees: %d sites, %d nodes, %d requests, %.1fs", len(sites), len(rows), acct.requests,
              time.perf_counter() - t0)
-    count = len(rows)
-    del rows
-    release_freed()
-    return RefreshOutcome(SUBTREES, True, SOURCE, count, acct.requests, time.perf_counter() - t0, version)
+    return RefreshOutcome(SUBTREES, True, SOURCE, len(rows), acct.requests, time.perf_counter() - t0, version)

@@ -209,6 +209,7 @@ async def refresh_catalogs(
             del records
     for c in todo:
         outcomes.append(await _refresh_rest(c, client=client, trigger=trigger))
+    await sync_to_async(swap.close_connection)()
     release_freed()
     return outcomes
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from django.db import models, transaction
+from django.db import connection, models, transaction
 
 from catalog.models import CatalogRefresh, CatalogState
 
@@ -66,3 +66,12 @@ def log_refresh(
         upstream_requests=requests,
         error=error[:2000],
     )
+
+
+def close_connection() -> None:
+    """Close this thread's database connection once a build has written through it. SQLite keeps
+    the pages a connection wrote in that connection's cache, which a serving process would hold
+    for good; the next read opens a connection that caches only what reads touch. Inside a
+    caller's transaction (an atomic block) the connection stays open."""
+    if not connection.in_atomic_block:
+        connection.close()

@@ -314,3 +314,17 @@ def test_real_celery_worker_and_beat_run_the_scheduled_subtree_refresh(postgres_
     assert log is not None and log.ok, (log and log.error, output[-4000:])
     assert LocationNodeRow.objects.filter(depth=0).count() == len(fresh_sim.world.sites)
     assert LocationNodeRow.objects.count() == log.rows
+
+
+@pytest.mark.django_db(transaction=True)  # outside a transaction, as a serving process walks
+def test_a_subtree_walk_closes_the_database_connection_it_wrote_through(mini_client, eco_cfg, fresh_sim, fresh_index):
+    from django.db import connection
+
+    if connection.vendor == "sqlite" and connection.is_in_memory_db():
+        pytest.skip("Django never closes an in-memory SQLite database: run with DATABASE_URL")
+    assert all(o.ok for o in async_to_sync(refresh_catalogs)(("locations",), client=mini_client, cfg=eco_cfg))
+    _keep_sites(fresh_sim, 2)
+    assert connection.connection is not None
+    assert _refresh(mini_client).ok
+    assert connection.connection is None
+    assert LocationNodeRow.objects.filter(depth=0).count() == 2

@@ -144,3 +144,24 @@ def test_unknown_catalog_name_is_invalid_argument(db, mini_client, eco_cfg):
     with pytest.raises(EcoError) as exc:
         refresh_one("taxa", client=mini_client, cfg=eco_cfg)
     assert exc.value.code == "invalid_argument"
+
+
+@pytest.mark.django_db(transaction=True)  # outside a transaction, as a serving process builds
+def test_a_catalog_build_closes_the_database_connection_it_wrote_through(mini_client, eco_cfg):
+    from django.db import connection
+
+    if connection.vendor == "sqlite" and connection.is_in_memory_db():
+        pytest.skip("Django never closes an in-memory SQLite database: run with DATABASE_URL")
+    CatalogState.objects.count()  # a connection open before the build, as a serving process has
+    assert connection.connection is not None
+    outcomes = refresh_all(client=mini_client, cfg=eco_cfg)
+    assert all(o.ok for o in outcomes)
+    assert connection.connection is None
+    assert ProductRow.objects.count() > 150  # the next read opens a connection of its own
+
+
+def test_a_build_inside_a_callers_transaction_keeps_its_connection(db, mini_client, eco_cfg):
+    from django.db import connection
+
+    assert all(o.ok for o in refresh_all(("releases",), client=mini_client, cfg=eco_cfg))
+    assert connection.connection is not None and connection.in_atomic_block
