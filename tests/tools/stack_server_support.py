@@ -185,6 +185,18 @@ class Worker:
                 cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         return self
 
+    def wait_ready(self, seconds: float = 120) -> Worker:
+        """Until the worker says it is ready: a deployment's workers are up before callers come,
+        and a cold start on a loaded machine would otherwise eat into the build's wait."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"the worker exited: {self.log()[-2000:]}")
+            if " ready." in self.log():
+                return self
+            time.sleep(0.2)
+        raise AssertionError(f"the worker was not ready in {seconds} s: {self.log()[-2000:]}")
+
     def log(self) -> str:
         return "\n".join((self.tmp_path / f"worker-{n}.log").read_text() for n in range(1, self.runs + 1))
 

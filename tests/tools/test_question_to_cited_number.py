@@ -161,7 +161,7 @@ async def test_the_question_becomes_a_cited_number_in_at_most_six_calls_over_std
 async def test_the_question_becomes_a_cited_number_in_at_most_six_calls_over_http(
         http_server, sim_cfg, fresh_sim, active_config, broker, store, tmp_path, rows_cleared, reference):
     token = fresh_sim.issue_token()
-    worker = Worker(tmp_path, fresh_sim, broker, store).start()
+    worker = Worker(tmp_path, fresh_sim, broker, store).start().wait_ready()
     cfg = active_config(server_config(fresh_sim, store))
     calls: list[str] = []
     bodies: list[dict[str, Any]] = []
