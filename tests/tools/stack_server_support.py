@@ -138,8 +138,9 @@ async def stack(client: Client, args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def poll(client: Client, dataset_id: str, seen: list[dict[str, Any]], *, until: tuple[str, ...] = ("ready",),
-               seconds: float = 240) -> dict[str, Any]:
-    """Call with the id until the state is one of `until` (every answer goes to `seen`)."""
+               seconds: float = 240, worker: Worker | None = None) -> dict[str, Any]:
+    """Call with the id until the state is one of `until` (every answer goes to `seen`); on a
+    timeout the worker's log, when given, says where the build stood."""
     deadline = time.monotonic() + seconds
     while True:
         body = await stack(client, {"dataset_id": dataset_id})
@@ -147,7 +148,8 @@ async def poll(client: Client, dataset_id: str, seen: list[dict[str, Any]], *, u
         if body["state"] in until:
             return body
         assert body["state"] == "building" or "failed" in until, body
-        assert time.monotonic() < deadline, f"still {body['state']} after {seconds} s: {body['progress']}"
+        assert time.monotonic() < deadline, (f"still {body['state']} after {seconds} s: {body['progress']}"
+                                             + (f"; worker log: {worker.log()[-3000:]}" if worker else ""))
         await asyncio.sleep(0.2)
 
 

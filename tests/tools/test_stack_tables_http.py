@@ -45,7 +45,7 @@ THIRD = {**SEL, "tables": ["ltr_massdata"]}
 async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_result(
         http_server, sim_cfg, fresh_sim, active_config, broker, store, tmp_path, rows_cleared):
     tokens = [fresh_sim.issue_token(), fresh_sim.issue_token()]
-    worker = Worker(tmp_path, fresh_sim, broker, store).start()
+    worker = Worker(tmp_path, fresh_sim, broker, store).start().wait_ready()
     cfg = active_config(server_config(fresh_sim, store))
     # Each file slow enough that the build is seen on its way.
     fresh_sim.faults.add("latency", route=STORAGE, delay_s=0.4)
@@ -60,7 +60,7 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
                     no_server_path(body, store)
                     assert body["nextSteps"][0]["arguments"] == {"dataset_id": body["datasetId"], "wait_seconds": 20}
                 seen: list[dict[str, Any]] = []
-                done = await poll(two, first["datasetId"], seen)
+                done = await poll(two, first["datasetId"], seen, worker=worker)
                 again = await stack(one, SEL)  # the selection again: answered from the store
     finally:
         worker.stop()
@@ -98,7 +98,7 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
 async def test_a_worker_killed_mid_build_leaves_the_dataset_failed_and_a_retry_completes_it(
         http_server, sim_cfg, fresh_sim, active_config, broker, store, tmp_path, rows_cleared):
     token = fresh_sim.issue_token()
-    worker = Worker(tmp_path, fresh_sim, broker, store).start()
+    worker = Worker(tmp_path, fresh_sim, broker, store).start().wait_ready()
     cfg = active_config(server_config(fresh_sim, store))
     # Every file after the first few holds its request: the worker is mid-build when killed.
     fresh_sim.faults.add("latency", route=STORAGE, count=3, delay_s=0.05)
@@ -149,7 +149,7 @@ async def test_a_worker_killed_mid_build_leaves_the_dataset_failed_and_a_retry_c
 async def test_the_store_evicts_its_least_recently_used_dataset_past_its_cap(
         http_server, sim_cfg, fresh_sim, active_config, broker, store, tmp_path, rows_cleared, django_db_blocker):
     token = fresh_sim.issue_token()
-    worker = Worker(tmp_path, fresh_sim, broker, store).start()
+    worker = Worker(tmp_path, fresh_sim, broker, store).start().wait_ready()
     cfg = active_config(server_config(fresh_sim, store))
     try:
         with http_server(cfg) as srv:
