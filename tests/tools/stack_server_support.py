@@ -166,7 +166,10 @@ class Worker:
             DATABASE_URL=f"postgresql://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
             CELERY_BROKER_URL=broker, DJANGO_SETTINGS_MODULE="eco_service.settings",
             ECO_MCP_DATA_DIR=str(tmp_path / "worker-data"), ECO_MCP_ECO__BASE_URL=sim.base_url,
-            ECO_MCP_ECO__GRAPHQL_URL=sim.graphql_url, ECO_MCP_DOWNLOADS__ALLOWED_HOSTS="127.0.0.1,localhost",
+            # The builds need only the plan's signed URLs. Another GraphQL address makes the
+            # locations catalog "from another upstream" for this worker, so the subtree walk a
+            # starting worker queues waits instead of holding the one-task pool ahead of the builds.
+            ECO_MCP_ECO__GRAPHQL_URL=f"{sim.graphql_url}?builds-only", ECO_MCP_DOWNLOADS__ALLOWED_HOSTS="127.0.0.1,localhost",
             ECO_MCP_TABLES__STORE_DIRECTORY=str(store),
         )
         self.env.update({f"ECO_MCP_{k.upper()}": str(v) for k, v in settings.items()})
