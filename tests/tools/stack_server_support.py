@@ -149,8 +149,25 @@ async def poll(client: Client, dataset_id: str, seen: list[dict[str, Any]], *, u
             return body
         assert body["state"] == "building" or "failed" in until, body
         assert time.monotonic() < deadline, (f"still {body['state']} after {seconds} s: {body['progress']}"
-                                             + (f"; worker log: {worker.log()[-3000:]}" if worker else ""))
+                                             + (f"; {broker_view()}; worker log: {worker.log()[-6000:]}"
+                                                if worker else ""))
         await asyncio.sleep(0.2)
+
+
+def broker_view() -> str:
+    """Where the builds this process queued stand on the broker: the queue's length, the broker's
+    unacknowledged deliveries, and the broker this process's producers hold (a build that never
+    reached its worker shows up here)."""
+    import redis
+
+    from eco_service.celery import app
+
+    queue = app.conf.task_default_queue
+    r = redis.Redis.from_url(app.conf.broker_url)
+    held = app._pool.connection.as_uri() if app._pool is not None else None
+    lengths = {k.decode(): r.llen(k) for k in r.scan_iter(f"{queue}*") if r.type(k) == b"list"}
+    return (f"broker {app.conf.broker_url} queue {queue}: lists {lengths}, unacked {r.hlen('unacked')}, "
+            f"producer pool on {held}")
 
 
 class Worker:

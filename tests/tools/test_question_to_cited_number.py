@@ -29,6 +29,7 @@ from tests.tables.neon_support import neonutilities_stack, write_packages
 from tests.tools.stack_server_support import (  # noqa: F401  (fixtures)
     Worker,
     broker,
+    broker_view,
     caller,
     no_server_path,
     rows_cleared,
@@ -174,7 +175,10 @@ async def test_the_question_becomes_a_cited_number_in_at_most_six_calls_over_htt
                     bodies.append(body := await call(tool, args))
                     return body
 
-                end = await agent(kept)
+                try:
+                    end = await agent(kept)
+                except AssertionError as e:  # where the build stood, for a run that waited too long
+                    raise AssertionError(f"{e}; {broker_view()}; worker log: {worker.log()[-6000:]}") from e
     finally:
         worker.stop()
     # Built by the worker; the first stack call answered at once, the next waited for the build.
