@@ -10,50 +10,55 @@ tools hidden), as Registry.tools_list_bytes counts them (the `{"tools": [...]}` 
 
 Figures (bytes; before = b093be4, after = the schema compaction of mcp_gateway.schemas: a type
 used once written where it is used and a shared one once in $defs, output schemas without
-`required` and without a `type` that properties, items or enum values already show, the
-envelope's meaning (source.origin's values included) and what inputs naming a product, site,
-release or month take written once in the server instructions instead of in each schema, the
+`required` and without a `type` that properties, items or enum values already show, input schemas
+without a flag's false or an integer's 0 default, the envelope's meaning (source.origin's values
+included), what inputs naming a product, site, release or month take, month ranges, byRelease's
+keys and those defaults written once in the server instructions instead of in each schema, the
 title written once (in annotations, MCP's display-name fallback), tool descriptions cut to when
-to use the tool and what it returns, and field descriptions that restated their name, pattern or
-default dropped; every input and output field and its JSON types kept,
+to use the tool and what it returns (not the fields the output schema lists), and field
+descriptions that restated their name, pattern, default, the tool's description or the
+instructions dropped; every input and output field and its JSON types kept,
 tests/gateway/test_registry.py):
 
     tool                             before   after  change     input b/a   output b/a  descr b/a
-    eco_describe_tables                4428    3088   -30 %     910/  793   2887/ 1786   248/ 157
-    eco_download_files                 4790    3694   -23 %    1535/ 1521   2350/ 1392   449/ 350
-    eco_find_locations                 4443    3073   -31 %    1183/ 1089   2444/ 1384   406/ 221
-    eco_get_availability               5532    3940   -29 %    1452/ 1148   3445/ 2213   212/ 193
-    eco_get_citation                   3224    2199   -32 %     874/  817   1501/  881   465/ 147
-    eco_get_document                   3225    2275   -29 %     770/  746   1625/  965   429/ 211
-    eco_get_location                   5842    4162   -29 %     684/  766   4537/ 2880   250/ 177
-    eco_get_product                    8009    5847   -27 %     995/  955   6427/ 4359   207/ 183
-    eco_get_prototype_dataset          5019    3529   -30 %     675/  675   3646/ 2283   282/ 190
-    eco_get_release                    4660    3209   -31 %     748/  728   3188/ 1859   240/ 168
-    eco_get_sample                     4605    3117   -32 %    1068/ 1038   2701/ 1519   438/ 194
-    eco_get_site                       5484    3676   -33 %     720/  609   4173/ 2536   208/ 176
+    eco_describe_tables                4428    3076   -31 %     910/  781   2887/ 1786   248/ 157
+    eco_download_files                 4790    3611   -25 %    1535/ 1505   2350/ 1392   449/ 283
+    eco_find_locations                 4443    3061   -31 %    1183/ 1077   2444/ 1384   406/ 221
+    eco_get_availability               5532    3713   -33 %    1452/ 1136   3445/ 2065   212/ 126
+    eco_get_citation                   3224    2183   -32 %     874/  801   1501/  881   465/ 147
+    eco_get_document                   3225    2247   -30 %     770/  718   1625/  965   429/ 211
+    eco_get_location                   5842    4072   -30 %     684/  717   4537/ 2880   250/ 136
+    eco_get_product                    8009    5663   -29 %     995/  931   6427/ 4233   207/ 149
+    eco_get_prototype_dataset          5019    3497   -30 %     675/  708   3646/ 2283   282/ 125
+    eco_get_release                    4660    3226   -31 %     748/  745   3188/ 1859   240/ 168
+    eco_get_sample                     4605    3105   -33 %    1068/ 1026   2701/ 1519   438/ 194
+    eco_get_site                       5484    3584   -35 %     720/  597   4173/ 2456   208/ 176
     eco_graphql                        3465    2308   -33 %     891/  702   1451/  809   765/ 475
-    eco_list_files                     6217    4477   -28 %    1491/ 1422   4033/ 2445   246/ 189
-    eco_list_releases                  2860    1797   -37 %     271/  232   1980/ 1087   259/ 157
-    eco_list_sample_classes            2697    1781   -34 %     456/  432   1604/  845   250/ 142
-    eco_ping                           4021    2640   -34 %     206/  196   3303/ 1983   177/ 151
+    eco_list_files                     6217    4416   -29 %    1491/ 1410   4033/ 2427   246/ 158
+    eco_list_releases                  2860    1781   -38 %     271/  216   1980/ 1087   259/ 157
+    eco_list_sample_classes            2697    1769   -34 %     456/  420   1604/  845   250/ 142
+    eco_ping                           4021    2624   -35 %     206/  180   3303/ 1983   177/ 151
     eco_query_tables                           2237                   514         1193        228
-    eco_search_products                4574    3267   -29 %    1481/ 1216   2535/ 1530   186/ 180
-    eco_search_prototype_datasets      3890    2774   -29 %     989/  972   2236/ 1274   279/ 178
-    eco_search_sites                   4620    3257   -30 %    1181/ 1019   2838/ 1719   216/ 163
-    eco_search_taxonomy                3489    2627   -25 %    1311/ 1258   1496/  846   336/ 203
-    eco_stack_tables                   4704    4188   -11 %    1016/ 1133   2820/ 2338   475/ 351
-    all 23 tools (stdio list)         99831   73196   -27 %
-    HTTP list (22 tools)              90335   69501   -23 %
+    eco_search_products                4574    3213   -30 %    1481/ 1204   2535/ 1513   186/ 155
+    eco_search_prototype_datasets      3890    2734   -30 %     989/  960   2236/ 1274   279/ 150
+    eco_search_sites                   4620    3229   -30 %    1181/  991   2838/ 1719   216/ 163
+    eco_search_taxonomy                3489    2439   -30 %    1311/ 1086   1496/  791   336/ 242
+    eco_stack_tables                   4704    4345    -8 %    1016/ 1290   2820/ 2338   475/ 351
+    all 23 tools (stdio list)         99831   72167   -28 %
+    HTTP list (22 tools)              90335   68555   -24 %
 
 eco_query_tables did not exist at b093be4; eco_stack_tables was smaller then (its HTTP build
-state, dataset_id and progress came later), hence its -11 %. The 22 tools that existed at
-b093be4 went from 99,798 to 70,925 bytes of entries (-29 %); per tool from -23 %
-(eco_download_files, whose description keeps its caps) to -37 %. Over the same tools the output
-schemas lost 38 % (63.2 to 38.9 KB), the input schemas 7 % (20.9 to 19.5 KB), the descriptions
-35 % (7.0 to 4.6 KB); left in the output schemas are mostly field names (11 KB) and their types.
-The HTTP list of 22 tools is 69,501 bytes, 5,499 under the 75,000 the tests hold it to
-(tests/gateway/test_registry.py, where each tool also has its share: the shares of the tools
-HTTP lists add up to 70,193).
+state, dataset_id, wait_seconds and progress came later), hence its -8 %. The 21 other tools
+that existed at b093be4 went from 95,094 to 65,551 bytes of entries (-31 %), the 22 with
+eco_stack_tables from 99,798 to 69,896 (-30 %); per tool from -25 % (eco_download_files, whose
+description keeps its caps) to -38 %, 8 of them at -32 % or better. Over those 21 tools the
+output schemas lost 40 % (60.4 to 36.2 KB), the input schemas 10 % (19.9 to 17.9 KB: their
+bounds, patterns and enums stay, the fuzz oracle holds the server to accept what they accept),
+the descriptions 41 % (6.5 to 3.9 KB). What is left is mostly fixed: field names and their types,
+the envelope (about 340 bytes a tool), two $schema declarations (124 bytes a tool), annotations
+and _meta (about 280 bytes a tool). The HTTP list of 22 tools is 68,555 bytes, 6,445 under the
+75,000 the tests hold it to (tests/gateway/test_registry.py, where each tool also has its share:
+the shares of the tools HTTP lists add up to 69,203).
 """
 
 from __future__ import annotations

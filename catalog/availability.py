@@ -37,8 +37,8 @@ Provisional = Literal["include", "exclude", "only"]
 
 
 class Window(WireModel):
-    start_month: str | None = Field(None, description="YYYY-MM; null: open.")
-    end_month: str | None = Field(None, description="YYYY-MM; null: open.")
+    start_month: str | None = Field(None, description="null: open.")
+    end_month: str | None = Field(None, description="null: open.")
 
 
 class ProductAvailabilityRow(WireModel):
@@ -54,16 +54,16 @@ class ProductAvailabilityRow(WireModel):
     provisional_month_count: int
     first_month: str | None
     last_month: str | None
-    ranges: list[str] | None = Field(None, description="YYYY-MM/YYYY-MM intervals (ranges format).")
-    months: list[str] | None = Field(None, description="Every month (months format).")
+    ranges: list[str] | None = Field(None, description="With format ranges.")
+    months: list[str] | None = Field(None, description="With format months.")
     by_release: dict[str, list[str] | int] = Field(
-        default_factory=dict, description="Ranges, months or counts (per format) per release; PROVISIONAL too.")
+        default_factory=dict, description="Ranges, months or counts per format.")
 
 
 class AvailabilityTotals(WireModel):
     rows: int = Field(description="Rows with data (all pages).")
     site_months: int = Field(description="Product-site-months over all rows.")
-    by_release: dict[str, int] = Field(default_factory=dict, description="Per release, PROVISIONAL too.")
+    by_release: dict[str, int] = Field(default_factory=dict)
     first_month: str | None = None
     last_month: str | None = None
 

@@ -56,18 +56,18 @@ class AvailabilityRow(WireModel):
     # catalog.availability's ProductAvailabilityRow (distinct names: one name, one shape).
 
     product_code: str | None = Field(None, exclude_if=_absent_if_none,
-                                     description="Absent: the answer's productCode.")
+                                     description="Absent: the answer's.")
     product_name: str | None = Field(None, exclude_if=_absent_if_none,
-                                     description="Absent: the answer's (or none known).")
-    site_code: str | None = Field(None, exclude_if=_absent_if_none, description="Absent: the answer's siteCode.")
-    site_name: str | None = Field(None, exclude_if=_absent_if_none, description="Absent: the answer's (or none known).")
+                                     description="Absent: the answer's.")
+    site_code: str | None = Field(None, exclude_if=_absent_if_none, description="Absent: the answer's.")
+    site_name: str | None = Field(None, exclude_if=_absent_if_none, description="Absent: the answer's.")
     month_count: int = Field(description="Distinct months with data.")
     provisional_month_count: int
     first_month: str
     last_month: str
     by_release: dict[str, list[str] | int] = Field(
         default_factory=dict,
-        description="Per release (PROVISIONAL too): ranges, months or counts per format.")
+        description="Ranges, months or counts per format.")
 
 
 class AvailabilityInput(ToolInput):

@@ -61,7 +61,7 @@ class ProductSummary(WireModel):
     matched_on: list[str]
     site_count: int
     # The overall range only: its first and last months apart said the same again in every item.
-    month_range: str | None = Field(description="YYYY-MM/YYYY-MM, all sites.")
+    month_range: str | None = Field(description="All sites.")
     latest_release: str | None
 
 
@@ -347,9 +347,9 @@ class AvailabilitySummary(WireModel):
     site_count: int
     first_month: str | None
     last_month: str | None
-    month_range: str | None = Field(None, description="YYYY-MM/YYYY-MM, all sites.")
+    month_range: str | None = Field(None, description="All sites.")
     site_months: int
-    by_release: dict[str, int] = Field(default_factory=dict, description="Per release, PROVISIONAL too.")
+    by_release: dict[str, int] = Field(default_factory=dict)
 
 
 class ProductUrls(WireModel):

@@ -375,8 +375,8 @@ class SiteProduct(WireModel):
     provisional_month_count: int
     first_month: str | None
     last_month: str | None
-    ranges: list[str] = Field(description="YYYY-MM/YYYY-MM intervals.")
-    by_release: dict[str, list[str]] = Field(description="Month ranges per release; PROVISIONAL its own key.")
+    ranges: list[str]
+    by_release: dict[str, list[str]] = Field(description="Month ranges.")
 
 
 class ActivePeriod(WireModel):

@@ -26,7 +26,7 @@ _RANK = Field(None, min_length=1, max_length=100)
 
 
 class SearchTaxonomyInput(ToolInput):
-    taxon_type_code: TaxonType | None = Field(None, description="Cannot be combined with a rank filter.")
+    taxon_type_code: TaxonType | None = None
     kingdom: str | None = _RANK
     phylum: str | None = _RANK
     division: str | None = _RANK
@@ -34,16 +34,15 @@ class SearchTaxonomyInput(ToolInput):
     order: str | None = _RANK
     family: str | None = _RANK
     genus: str | None = _RANK
-    scientific_name: str | None = Field(None, min_length=1, max_length=200, description="Exact name.")
+    scientific_name: str | None = Field(None, min_length=1, max_length=200)
     verbose: bool = Field(False, description="All ranks and extra fields (nulls dropped); limit capped at 100.")
-    fuzzy_genus_fallback: bool = Field(True, description=(
-        "Retry an unmatched 'Genus species' by genus."))
+    fuzzy_genus_fallback: bool = True
     limit: int = Field(25, ge=1, le=500)
     offset: int = Field(0, ge=0)
 
 
 class SearchTaxonomyOutput(Envelope):
-    items: list[dict[str, Any]] = Field(description="Taxon rows, Darwin Core keys verbatim.")
+    items: list[dict[str, Any]]
     page: Page
     filters: dict[str, Any] = Field(description="Upstream filters sent.")
     fuzzy_fallback_used: bool

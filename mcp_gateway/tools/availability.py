@@ -10,8 +10,8 @@ TOOLS = [
         name="eco_get_availability",
         title="Data availability by month",
         description=(
-            "Which months of data exist: product only, a row per site; site only, a row per product; both, one "
-            "cell. byRelease splits months by release (PROVISIONAL its own key); summary totals site-months."
+            "Which months have data: for a product, a row per site; for a site, a row per product; both, one "
+            "cell; months split by release."
         ),
         surface="discovery",
         input_model=availability.AvailabilityInput,

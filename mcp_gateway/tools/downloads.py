@@ -10,10 +10,9 @@ TOOLS = [
         name="eco_download_files",
         title="Download files",
         description=(
-            "Download (stdio only) into the download directory: data files by eco_list_files selectors, package "
-            "ZIPs (as_zip), a prototype dataset's files (prototype_uuid) or a document (spec_number). Caps: 50 "
-            "files, 2 GiB a call, 1 GiB a file, max_bytes. MD5-verified, resumed, identical files skipped, "
-            "recorded in eco-manifest.json. Token needed for data files."
+            "Download (stdio only) data files as eco_list_files selects them, package ZIPs (as_zip), a prototype "
+            "dataset's files (prototype_uuid) or a document (spec_number). At most 50 files, 2 GiB a call, 1 GiB "
+            "a file; MD5-checked, resumable, kept in eco-manifest.json. Data files need a token."
         ),
         surface="data",
         input_model=downloads.DownloadInput,

@@ -10,8 +10,8 @@ TOOLS = [
         name="eco_list_files",
         title="List data files",
         description=(
-            "Data files of a product for 1-30 sites and a month range (<=500 site-months): kind, table, "
-            "HOR/VER/TMI, size, MD5, signed URL; detail summary or site_months sizes a download. Needs a token."
+            "Data files of a product for 1-30 sites and a month range (<=500 site-months), with signed URLs; "
+            "detail summary or site_months sizes a download. Needs a token."
         ),
         surface="data",
         input_model=files.ListFilesInput,

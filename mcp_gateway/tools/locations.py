@@ -24,8 +24,8 @@ TOOLS = [
         name="eco_get_location",
         title="Named location record",
         description=(
-            "One named location: type, coordinates, UTM, sensor orientation and offsets; include adds properties,"
-            " hierarchy (parentChain, childrenByType), children (paged), history, polygon."
+            "One named location's record (type, coordinates, sensor offsets); include adds properties, hierarchy, "
+            "children (paged), history, polygon."
         ),
         surface="discovery",
         input_model=locations.GetLocationInput,

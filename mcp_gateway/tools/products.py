@@ -10,8 +10,8 @@ TOOLS = [
         name="eco_search_products",
         title="Search data products",
         description=(
-            "Find data products (~200, cached catalog) by words, theme, team, status (default ACTIVE), level, "
-            "expanded package, data at a site or domain, release or months; scored, with facets."
+            "Find data products (~200, cached) by words, theme, team, status, level, expanded package, data at a "
+            "site or domain, release or months; scored, with facets."
         ),
         surface="discovery",
         input_model=products.SearchProductsInput,
@@ -23,8 +23,8 @@ TOOLS = [
         name="eco_get_product",
         title="Data product record",
         description=(
-            "One data product's record (status, team, themes, keywords, releases with DOIs, availability "
-            "summary); include adds sections (specs: its documents; change_logs and availability paged)."
+            "One data product's record (releases with DOIs, availability summary); include adds sections "
+            "(specs: its documents; change_logs, availability: paged)."
         ),
         surface="discovery",
         input_model=products.GetProductInput,

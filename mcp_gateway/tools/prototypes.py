@@ -10,8 +10,8 @@ TOOLS = [
         name="eco_search_prototype_datasets",
         title="Search prototype datasets",
         description=(
-            "Find NEON's prototype (experimental) datasets, each with its own DOI, by words (title, abstract, "
-            "keywords), theme, team, site, years, file type, published; summaries with facets."
+            "Find NEON's prototype (experimental) datasets, each with its own DOI, by words, theme, team, site, "
+            "years, file type, published; summaries with facets."
         ),
         surface="discovery",
         input_model=prototypes.SearchPrototypesInput,
@@ -23,8 +23,8 @@ TOOLS = [
         name="eco_get_prototype_dataset",
         title="Prototype dataset record",
         description=(
-            "One prototype dataset by uuid: title, abstract, years, DOI, themes, teams, sites, keywords; include "
-            "adds files (sizes, MD5s, signed URLs; paged), locations, descriptions, citations, related."
+            "One prototype dataset's record by uuid; include adds files (signed URLs; paged), locations, "
+            "descriptions, citations, related."
         ),
         surface="discovery",
         input_model=prototypes.GetPrototypeInput,

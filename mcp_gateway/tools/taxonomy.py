@@ -10,9 +10,9 @@ TOOLS = [
         name="eco_search_taxonomy",
         title="Search taxonomy",
         description=(
-            "NEON taxon lists by taxon_type_code or one rank (kingdom ... genus); scientific_name matches exactly"
-            " (an unmatched 'Genus species' retried by genus). Rows keep Darwin Core keys (dwc:scientificName, "
-            "...)."
+            "NEON taxon lists by taxon_type_code or else one rank (kingdom ... genus); scientific_name matches "
+            "exactly (an unmatched 'Genus species' retried by genus unless fuzzy_genus_fallback=false). Rows "
+            "keep Darwin Core keys (dwc:scientificName, ...)."
         ),
         surface="discovery",
         input_model=taxonomy.SearchTaxonomyInput,

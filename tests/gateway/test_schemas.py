@@ -76,3 +76,26 @@ def test_the_root_keeps_its_object_type_and_lists_no_required_fields():
     schema = output_schema(Out)
     assert schema["type"] == "object" and "required" not in schema
     assert all("required" not in d for d in schema["$defs"].values())
+
+
+def test_an_input_schema_leaves_out_the_defaults_the_instructions_state_and_shows_the_others():
+    from pydantic import Field
+
+    from eco_core.wire import ToolInput
+    from mcp_gateway.schemas import input_schema
+    from mcp_gateway.server import INSTRUCTIONS
+
+    class In(ToolInput):
+        offset: int = Field(0, ge=0)
+        verbose: bool = False
+        limit: int = 25
+        urls: bool = True
+        budget: float = 0.0
+        include: list[str] = []
+        at: int | None = 0  # nullable: left out would read as null, so its 0 stays
+
+    props = input_schema(In)["properties"]
+    assert "default" not in props["offset"] and "default" not in props["verbose"]
+    assert props["offset"]["minimum"] == 0  # only the default goes; the bound stays
+    assert [props[n]["default"] for n in ("limit", "urls", "budget", "include", "at")] == [25, True, 0.0, [], 0]
+    assert "false for a flag and 0 for an integer" in INSTRUCTIONS
