@@ -227,6 +227,7 @@ def dispatch(dataset_id: str) -> None:
 
         # By name: the project's app is the current one (eco_service's AppConfig makes it so).
         current_app.send_task(BUILD_TASK, args=[dataset_id])
+        log.info("dataset %s: build queued for a worker (queue %s)", dataset_id, current_app.conf.task_default_queue)
         return
 
     def target() -> None:

@@ -149,7 +149,7 @@ async def poll(client: Client, dataset_id: str, seen: list[dict[str, Any]], *, u
             return body
         assert body["state"] == "building" or "failed" in until, body
         assert time.monotonic() < deadline, (f"still {body['state']} after {seconds} s: {body['progress']}"
-                                             + (f"; {broker_view()}; worker log: {worker.log()[-6000:]}"
+                                             + (f"; first notes {[b.get('notes') for b in seen[:2]]}; {broker_view()}; worker log: {worker.log()[-6000:]}"
                                                 if worker else ""))
         await asyncio.sleep(0.2)
 
@@ -166,8 +166,24 @@ def broker_view() -> str:
     r = redis.Redis.from_url(app.conf.broker_url)
     held = app._pool.connection.as_uri() if app._pool is not None else None
     lengths = {k.decode(): r.llen(k) for k in r.scan_iter(f"{queue}*") if r.type(k) == b"list"}
+    stored: list[Any] = []
+
+    def read() -> None:  # on a connection of its own: the caller may be on the event loop
+        from django.db import connections
+
+        from tables.models import Dataset
+
+        try:
+            stored.extend(Dataset.objects.values_list("dataset_id", "state", "attempts", "queued_at", "started_at",
+                                                      "created_at"))
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    thread.join()
     return (f"broker {app.conf.broker_url} queue {queue}: lists {lengths}, unacked {r.hlen('unacked')}, "
-            f"producer pool on {held}")
+            f"producer pool on {held}; dataset rows {stored}")
 
 
 class Worker:

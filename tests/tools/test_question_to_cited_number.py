@@ -178,7 +178,8 @@ async def test_the_question_becomes_a_cited_number_in_at_most_six_calls_over_htt
                 try:
                     end = await agent(kept)
                 except AssertionError as e:  # where the build stood, for a run that waited too long
-                    raise AssertionError(f"{e}; {broker_view()}; worker log: {worker.log()[-6000:]}") from e
+                    raise AssertionError(f"{e}; answers {[(b.get('state'), b.get('notes')) for b in bodies[2:]]}; "
+                                         f"{broker_view()}; worker log: {worker.log()[-6000:]}") from e
     finally:
         worker.stop()
     # Built by the worker; the first stack call answered at once, the next waited for the build.
