@@ -805,8 +805,8 @@ async def _stack_on_server(args: StackTablesInput, call: CallContext) -> StackTa
         row, queued = await catalog_read(store.claim, key, product=query.product, selection=selection,
                                          plan=build_plan, planned_bytes=plan.bytes,
                                          requested_by=acct.identity if acct is not None else "anonymous")
-        if queued:
-            await catalog_read(store.dispatch, key)
+        if queued and (note := await catalog_read(store.dispatch, key)):
+            notes.append(note)
         claimed, record = await catalog_read(_ready_record, cfg, await _wait_built(call, row, args.wait_seconds))
         row = claimed
         if claimed.state == "building":

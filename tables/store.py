@@ -4,7 +4,8 @@
     dataset_key(...) -> str                     selection + every source's name, MD5 and release
     lookup(id) -> Dataset | None                its row; a build whose worker died is recorded failed
     claim(id, ...) -> (Dataset, queued)         one row per dataset: two callers share ONE build
-    dispatch(id)                                 Celery when a broker is set, else a thread here
+    dispatch(id) -> note | None                  Celery when a broker is set and reachable, else a
+                                                 thread here
     run_build(id)                                the build itself (the worker, or that thread)
     ready_folder(id) -> Path | None              a ready dataset's folder, its last use touched
     evict(cfg, keep) / delete(id)               least-recently-used eviction (sparing datasets in
@@ -217,18 +218,33 @@ def claim(dataset_id: str, *, product: str, selection: dict[str, Any], plan: dic
     return row, False
 
 
-def dispatch(dataset_id: str) -> None:
+# Sending a build to the broker: one quick retry, then the build runs here (see dispatch).
+PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
+
+
+BROKER_DOWN = "The build queue is unreachable at the moment: this server builds the dataset itself."
+
+
+def dispatch(dataset_id: str) -> str | None:
     """The build on a Celery worker when a broker is configured, else on a thread of this process
-    (the call answers at once either way)."""
+    (the call answers at once either way). A broker that cannot be reached (Redis down) does not
+    fail the call: the build runs here, and the note returned tells the caller (None otherwise)."""
     from django.conf import settings
 
     if settings.CELERY_BROKER_URL:
         from celery import current_app
+        from kombu.exceptions import OperationalError
 
-        # By name: the project's app is the current one (eco_service's AppConfig makes it so).
-        current_app.send_task(BUILD_TASK, args=[dataset_id])
-        log.info("dataset %s: build queued for a worker (queue %s)", dataset_id, current_app.conf.task_default_queue)
-        return
+        try:
+            # By name: the project's app is the current one (eco_service's AppConfig makes it so).
+            current_app.send_task(BUILD_TASK, args=[dataset_id], retry=True, retry_policy=PUBLISH_RETRY)
+        except OperationalError as exc:
+            log.warning("dataset %s: the build queue (Celery broker) is unreachable (%s); built in this process",
+                        dataset_id, type(exc).__name__)
+        else:
+            log.info("dataset %s: build queued for a worker (queue %s)", dataset_id,
+                     current_app.conf.task_default_queue)
+            return None
 
     def target() -> None:
         try:
@@ -239,6 +255,7 @@ def dispatch(dataset_id: str) -> None:
             connections.close_all()  # this thread's connections would stay open until exit
 
     threading.Thread(target=target, name=f"eco-stack-{dataset_id[-8:]}", daemon=True).start()
+    return BROKER_DOWN if settings.CELERY_BROKER_URL else None
 
 
 # -- the build --------------------------------------------------------------------------------

@@ -32,25 +32,34 @@ LITTER = "DP1.10033.001"
 STORAGE = r"^/storage/"
 
 
-@pytest.fixture
-def broker(redis_url: str, settings: Any) -> Iterator[str]:
-    """The web side sends builds to Redis (the worker's broker) instead of running them here."""
+@contextlib.contextmanager
+def broker_at(url: str, settings: Any) -> Iterator[str]:
+    """The web side sends builds to the broker at `url` instead of running them here."""
     from eco_service.celery import app
 
-    require_postgres()
     old = (app.conf.broker_url, app.conf.task_always_eager, app.conf.task_default_queue)
-    settings.CELERY_BROKER_URL = redis_url
+    settings.CELERY_BROKER_URL = url
     # A queue of this test's own: test files run side by side on one broker, and a worker of
     # another file must not take this one's builds (Worker listens on the same queue).
-    app.conf.broker_url, app.conf.task_always_eager = redis_url, False
+    app.conf.broker_url, app.conf.task_always_eager = url, False
     app.conf.task_default_queue = f"stack-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    # The app's connection and producer pools are made once, from the broker configured then: pools
+    # an earlier test left (made with no broker set) would take this test's builds to no broker at
+    # all, silently. Forgotten before and after.
+    app._after_fork()
     try:
-        yield redis_url
+        yield url
     finally:
         app.conf.broker_url, app.conf.task_always_eager, app.conf.task_default_queue = old
-        # The app's cached pools point at this broker: forgotten (kombu keeps the open pool of
-        # this URL for the next test that sends to it).
         app._after_fork()
+
+
+@pytest.fixture
+def broker(redis_url: str, settings: Any) -> Iterator[str]:
+    """Redis as the broker, as a deployment has it (the Worker below listens on it)."""
+    require_postgres()
+    with broker_at(redis_url, settings) as url:
+        yield url
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from tests.tools.conftest import error_of
 from tests.tools.stack_server_support import (  # noqa: F401  (fixtures)
     LITTER,
     STORAGE,
+    broker_at,
     caller,
     no_server_path,
     poll,
@@ -57,6 +58,25 @@ async def test_without_a_broker_the_build_runs_in_the_web_process_and_the_call_a
     assert (store / done["datasetId"] / "ltr_pertrap.parquet").is_file()
     [row] = await sync_to_async(rows)()
     assert row.state == "ready" and row.requested_by == token_hash(token) and row.plan == {}
+
+
+async def test_with_the_broker_unreachable_the_build_runs_in_the_web_process_and_the_answer_says_so(
+        http_server, sim_cfg, fresh_sim, active_config, store, rows_cleared, settings, caplog):
+    require_postgres()
+    token = fresh_sim.issue_token()
+    cfg = active_config(server_config(fresh_sim, store))
+    # Nothing listens on port 1: Redis, the broker, is down.
+    with broker_at("redis://127.0.0.1:1/0", settings), http_server(cfg) as srv:
+        async with caller(srv.url, token) as client:
+            first = await stack(client, SEL)
+            assert first["state"] == "building"
+            assert any("build queue is unreachable" in n for n in first["notes"]), first["notes"]
+            done = await poll(client, first["datasetId"], [])
+    assert [t["name"] for t in done["tables"]] == ["ltr_pertrap"] and done["tables"][0]["rows"] > 0
+    assert "redis://" not in json.dumps([first, done])
+    [row] = await sync_to_async(rows)()
+    assert row.state == "ready" and row.attempts == 1
+    assert any("build queue (Celery broker) is unreachable" in r.getMessage() for r in caplog.records)
 
 
 async def test_the_per_dataset_cap_is_refused_before_any_byte_and_nothing_is_recorded(
