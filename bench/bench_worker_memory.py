@@ -114,9 +114,12 @@ glibc's mallinfo2, tracemalloc snapshots and the LocMem store's size, before and
   record read: not done.
 
 Way A is at the 150 MB line (148.8-150.1), way B 5.5 MB under it. What way A has over B is the
-catalog build's peak left in glibc's heap and pymalloc's arenas (above). Not tried: building
-and storing each catalog's rows in batches (build.build_* return whole lists, swap_catalog
-bulk-creates them), so the peak, and the heap it leaves, is a batch's.
+catalog build's peak left in glibc's heap and pymalloc's arenas (above). That peak is the typed
+records of the one GraphQL reply for products and sites: tracemalloc (one frame) in a process
+doing the prewarm traced 56 MB alive once the reply was parsed into records, 4 MB more once the
+product rows were built, 7 MB after the sites were stored, 1 MB at the end. Batching the rows
+would not lower it; reading the reply a product at a time into rows (the records never all alive)
+would. Not tried.
 
 Before 70826b0: way A's 150 MB not met (153 MB, 3 over). What is left is the load's own working set (the index,
 11.5 MB, is built at the first call after the subtree walk) over an import baseline of 116.5 MB
