@@ -19,7 +19,7 @@ releases, citations). Printed per way: VmRSS before the load, VmRSS (steady, aft
 and VmHWM (peak) of the worker from /proc/<pid>/status, the calls made, and any that failed.
 
 Figures (2-core container shared with other engineers' test runs, load average 4-8; 30 s, 4
-clients, 875-2,941 calls a run, none failed; simulated catalog: 197 products, 81 sites, 3,439
+clients, 875-8,890 calls a run, none failed; simulated catalog: 197 products, 81 sites, 3,439
 location nodes). MB of VmRSS after the load (VmHWM, the peak, in brackets):
 
     tree                                                    way A           way B
@@ -33,6 +33,12 @@ location nodes). MB of VmRSS after the load (VmHWM, the peak, in brackets):
     ee6b574 (+ the query engine, the dataset store)         156.5 (205.9)   -
     + a build closes the connection it wrote through        152.9, 153.0,   150.1 (150.1)
       (three runs)                                          153.3 (205.9-206.0)
+    70826b0 (measured again)                                153.1 (205.8)   150.6-151.4
+    + cells' range texts made when asked, not held          150.6 (205.7)   147.1 (147.1)
+    + large bodies held compressed in the LocMem cache      150.4, 148.8,   147.4, 147.6,
+      (three runs)                                          150.2 (205.2)   147.3 (same)
+    + glibc's large-block and trim thresholds fixed at      150.1, 149.0,   144.5, 144.4,
+      256 KiB (three runs; two more read 149.4 and 144.3)   148.8 (205.3)   144.2 (146.0-146.8)
 
 Before the load way A read 281.3 MB at b093be4 and 144.1-145.0 MB after; way B 193.2 and 118.0.
 Import cost of a worker ready to serve (django.setup, the ASGI app, every tool registered):
@@ -78,7 +84,44 @@ django_celery_beat saved 3 MB and Celery stayed; httpx's command line (rich, pyg
 1.4 MB, imported by httpx itself when they are installed. None of these is ours to make lazy
 without giving up the admin's schedules or patching a dependency.
 
-Not met: way A's 150 MB (153 MB, 3 over). What is left is the load's own working set (the index,
+Since 70826b0 (a hook in the worker dumping /proc/self/smaps_rollup, sys._debugmallocstats,
+glibc's mallinfo2, tracemalloc snapshots and the LocMem store's size, before and after the load):
+- The load's own working set in way B was +30 MB, of which the index was 14.6 MB of Python
+  objects (tracemalloc), 2-3 MB of it each cell's range texts (7,053 dicts, 13,500 lists, 21,700
+  strings decoded from the stored JSON) beside the same months as runs of intervals. The texts are
+  now made from the runs when a call asks (catalog.index.Cell.ranges; the catalog stores them in
+  that one form, catalog.months.to_ranges): the index is 11.5 MB, and way B 147.1 after the load.
+- After the load, ways A and B held the same pymalloc (78-82 arenas, 74-78 MB live) and the same
+  glibc heap in use; A's 2.3-3.5 MB more was the LocMem answer cache (84-86 entries, 1.7-2.3 MB:
+  the start-up build's answers, the 81 site subtrees and the realm's hierarchy, which the build
+  writes back for everyone else by design). Large bodies (8 KiB and up) are now held compressed
+  there (upstream.cache; Redis entries unchanged): 0.35-0.4 MB, and A read 148.0 against B's
+  148.1 once both were trimmed.
+- glibc raised its mmap and trim thresholds itself after the first large free (up to 32 MB), so
+  freed blocks stayed in its heap: fixed at 256 KiB (eco_core.memory), way B reads 144.2-144.5
+  (its peak 146-147 is given back). Way A does not gain from it: its catalog build grows glibc's
+  heap from 29 to 53 MB (peak VmHWM 205-210 MB, 90 MB over the import baseline; afterwards 23 MB
+  of it free, given back by malloc_trim but in the middle of the heap, where the load's blocks
+  land again), and leaves 15 pymalloc arenas with a few survivors each.
+- Import baseline (RSS per module imported, in a process importing what a ready worker imports):
+  django_celery_beat's models 10.1 MB with what they import first (the crontab timezone field
+  loads all ~600 zoneinfo zones: 2.4 MB; celery, kombu, yaml, dateutil, click, and greenlet in
+  this venv), cryptography's Rust library 6.6 MB of RSS (mcp.server.request_state), retained
+  pydantic core schemas 5.0 MB over 768 models (496 the SDK's), ninja importing django.test
+  (unittest, xml.dom) 2.5 MB, httpx's command line (rich, pygments) 2.2 MB in this venv only
+  (not in requirements.lock). Celery leaves the web worker only with django_celery_beat, which
+  the admin's schedules, the post-migrate schedule check (eco_service.bootstrap) and the schema
+  record read: not done.
+
+Way A is at the 150 MB line (148.8-150.1), way B 5.5 MB under it. What way A has over B is the
+catalog build's peak left in glibc's heap and pymalloc's arenas (above). That peak is the typed
+records of the one GraphQL reply for products and sites: tracemalloc (one frame) in a process
+doing the prewarm traced 56 MB alive once the reply was parsed into records, 4 MB more once the
+product rows were built, 7 MB after the sites were stored, 1 MB at the end. Batching the rows
+would not lower it; reading the reply a product at a time into rows (the records never all alive)
+would. Not tried.
+
+Before 70826b0: way A's 150 MB not met (153 MB, 3 over). What is left is the load's own working set (the index,
 11.5 MB, is built at the first call after the subtree walk) over an import baseline of 116.5 MB
 (above), and in way A the pymalloc arenas the build pins (16 MB of free pools, above) and the
 walk's answers in the answer cache (1.8 MB). Candidates not tried: a read through the client that

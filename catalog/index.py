@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from catalog.models import CatalogState, LocationRow, ProductRow, ProductSiteAvailabilityRow, ReleaseRow, SiteRow
+from catalog.months import month_from_index
 from catalog.outage import DATABASE_DOWN
 from eco_core.config import get_config
 from eco_core.memo import memos
@@ -106,11 +107,17 @@ class Cell:
     site_code: str
     all: tuple[Interval, ...]
     by_release: dict[str, tuple[Interval, ...]]
-    ranges: dict[str, list[str]]
     first_month: str
     last_month: str
     month_count: int
     in_release: dict[str, tuple[Interval, ...]] = field(default_factory=dict)
+
+    @property
+    def ranges(self) -> dict[str, list[str]]:
+        """`by_release` as the catalog stores it: "YYYY-MM/YYYY-MM" texts (catalog.months.to_ranges),
+        made when asked rather than held: held, the texts and their lists were a sixth of a warm index."""
+        return {rel: [f"{month_from_index(a)}/{month_from_index(b)}" for a, b in ivs]
+                for rel, ivs in self.by_release.items()}
 
 
 @dataclass(frozen=True)
@@ -281,8 +288,8 @@ def _fuzzy(word: str, vocab: list[str]) -> list[tuple[str, float]]:
 
 class _Shared:
     """One object for each equal value the index holds, so equal ones are stored once. The
-    cells of a catalog repeat the same few thousand month intervals, interval runs and ISO
-    range texts hundreds of thousands of times (the simulated catalog: 442,749 interval
+    cells of a catalog repeat the same few thousand month intervals, interval runs and month
+    texts hundreds of thousands of times (the simulated catalog: 442,749 interval
     references, 5,787 distinct): sharing them is most of the index's memory. Values are
     immutable (ints, str, tuples of them), so sharing cannot be observed; lists and dicts stay
     one per owner. Lives for one build only."""
@@ -312,14 +319,12 @@ class _Shared:
 def _cell(product_code: str, site_code: str, ranges: dict[str, list[str]], first: str, last: str,
           count: int, shared: _Shared | None = None) -> Cell:
     shared = shared or _Shared()
-    ranges = {sys.intern(rel): [shared.text(r) for r in rs] for rel, rs in ranges.items()}
-    by_release = shared.by_key({rel: parse_ranges(r) for rel, r in ranges.items()})
+    by_release = shared.by_key({rel: parse_ranges(rs) for rel, rs in ranges.items()})
     return Cell(
         product_code=product_code,
         site_code=site_code,
         all=shared.intervals(merge([iv for ivs in by_release.values() for iv in ivs])),
         by_release=by_release,
-        ranges=ranges,
         first_month=shared.text(first),
         last_month=shared.text(last),
         month_count=count,

@@ -286,7 +286,8 @@ def _shape(cell: IndexCell | Parsed, provisional: Provisional, start: str | None
            fmt: Format) -> RowData | None:
     """A row's months (no overall ranges or months: byRelease lists each month once). An index
     cell's whole current view in ranges or counts is read off what the index keeps for the cell:
-    its range texts, month count and first and last month; only the per-release counts are summed."""
+    its runs (as range texts), month count and first and last month; only the per-release counts
+    are summed."""
     if isinstance(cell, IndexCell):
         if provisional == "include" and start is None and end is None and fmt != "months":
             return _whole(cell, fmt)
@@ -297,8 +298,11 @@ def _shape(cell: IndexCell | Parsed, provisional: Provisional, start: str | None
 def _whole(cell: IndexCell, fmt: Format) -> RowData:
     runs = cell.by_release
     counts = {rel: count_months(runs[rel]) for rel in sorted(runs)}  # the index's runs are merged already
-    # The lists are copied: the row is the caller's, the index's texts are shared by every call.
-    by_release: dict[str, Any] = {rel: list(cell.ranges[rel]) for rel in counts} if fmt == "ranges" else dict(counts)
+    if fmt == "ranges":
+        texts = cell.ranges  # made for this call: the row may keep them
+        by_release: dict[str, Any] = {rel: texts[rel] for rel in counts}
+    else:
+        by_release = dict(counts)
     return RowData(month_count=cell.month_count, provisional_month_count=counts.get(PROVISIONAL, 0),
                    first_month=cell.first_month, last_month=cell.last_month, ranges=None, months=None,
                    by_release=by_release, counts=counts)

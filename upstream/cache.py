@@ -35,6 +35,7 @@ import asyncio
 import logging
 import time
 import weakref
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,12 @@ LOCMEM_NAME = "eco-upstream-client"
 # LocMem store name -> keys written to it, and backend object -> its store name (see the module
 # docstring): LocMemCache instances with the same name share one store, so they share a registry.
 _locmem_keys: dict[str, set[str]] = {}
+# Bodies from this size on are stored compressed in LocMem (JSON shrinks several times): there
+# the store is the serving process's own memory, where a catalog build's answers (the subtree
+# walk's 81 site subtrees, the realm's hierarchy) stay for the TTL. A hit pays the decompression,
+# far less than the parse that follows it; large ones are (de)compressed off the event loop.
+PACK_FROM = 8 * 1024
+PACK_IN_THREAD_FROM = 256 * 1024
 _store_names: weakref.WeakKeyDictionary[BaseCache, str] = weakref.WeakKeyDictionary()
 
 
@@ -260,7 +267,7 @@ class UpstreamCache:
     # ------------------------------------------------------------------ storage
     async def _read(self, key: str) -> Any:
         if self._link is None:
-            return await self._backend.aget(key)
+            return await _unpacked(await self._backend.aget(key))
         ticket = self._link.attempt()
         if ticket is None:
             self._link.skipped("cache")
@@ -271,11 +278,12 @@ class UpstreamCache:
             self._link.failed(ticket, exc, "cache")
             return None
         self._link.ok(ticket)
-        return entry
+        return await _unpacked(entry)
 
     async def put(self, key: str, ttl: float, value: Any) -> None:
         keep = int(ttl + self._cfg.stale_if_error_s) + 1
-        entry = {"v": value, "t": self._clock()}
+        # Packed in-process only: a shared store's memory is not this process's.
+        entry = await _packed(value, self._clock(), pack=self.backend_name == "locmem")
         if self._link is not None:
             ticket = self._link.attempt()
             if ticket is None:
@@ -353,3 +361,26 @@ class UpstreamCache:
             "misses": self.misses,
             "hitRate": round(self.hits / total, 4) if total else None,
         }
+
+
+async def _packed(value: Any, t: float, *, pack: bool) -> dict[str, Any]:
+    """The stored entry: {"v": value, "t": t}, or {"z": compressed body, "t": t} for a large body."""
+    if not pack or not isinstance(value, bytes) or len(value) < PACK_FROM:
+        return {"v": value, "t": t}
+    if len(value) < PACK_IN_THREAD_FROM:
+        return {"z": zlib.compress(value, 1), "t": t}
+    return {"z": await asyncio.to_thread(zlib.compress, value, 1), "t": t}
+
+
+def unpacked(entry: Any) -> Any:
+    """A stored entry as {"v": value, "t": t}, whether `_packed` compressed it or not."""
+    if not isinstance(entry, dict) or "z" not in entry:
+        return entry
+    return {"v": zlib.decompress(entry["z"]), "t": entry["t"]}
+
+
+async def _unpacked(entry: Any) -> Any:
+    # A packed body of this size is about 4 times as large once decompressed.
+    if isinstance(entry, dict) and "z" in entry and len(entry["z"]) >= PACK_IN_THREAD_FROM // 4:
+        return await asyncio.to_thread(unpacked, entry)
+    return unpacked(entry)

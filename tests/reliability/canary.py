@@ -257,16 +257,16 @@ def sweep_database(connection: Any) -> tuple[list[str], int]:
 
 def sweep_local_caches() -> tuple[list[str], int]:
     """(findings, entries) over the upstream answer cache's LocMem stores of this process: every
-    key written, and its value as read back with the store's public `get` (pickled, as a
-    shared cache would hold it)."""
-    from upstream.cache import locmem_backend, locmem_written_keys
+    key written, and its value as read back with the store's public `get` (bodies uncompressed,
+    then pickled, as a shared cache would hold them)."""
+    from upstream.cache import locmem_backend, locmem_written_keys, unpacked
 
     findings: list[str] = []
     entries = 0
     for store, keys in locmem_written_keys().items():
         backend = locmem_backend(1, name=store)
         for key in keys:
-            value = backend.get(key)
+            value = unpacked(backend.get(key))  # a large body is held compressed: search the body
             if value is None:
                 continue  # culled or expired: no longer held
             entries += 1

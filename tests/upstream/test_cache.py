@@ -4,6 +4,7 @@ token scoping and the off switch."""
 from __future__ import annotations
 
 import asyncio
+import pickle
 
 import pytest
 
@@ -232,3 +233,33 @@ async def test_locmem_entry_count_follows_culls_and_is_shared_by_caches_on_one_s
     assert first.entries() == second.entries() == present <= 3
     await second.clear()
     assert first.entries() == 0
+
+
+async def test_a_large_answer_is_held_compressed_in_process_and_served_as_it_was_fetched(clock):
+    from eco_core.config import load_config
+    from upstream.cache import PACK_FROM, PACK_IN_THREAD_FROM, UpstreamCache, locmem_backend
+
+    cfg = load_config(env={}, warn=False).cache
+    store = locmem_backend(10, "packed-bodies")
+    cache = UpstreamCache(cfg, backend=store, clock=clock)
+    small, large = b'{"data": 1}', b'{"data": [%s]}' % b",".join(b'"HARV"' for _ in range(PACK_IN_THREAD_FROM))
+    assert len(large) > PACK_IN_THREAD_FROM > PACK_FROM > len(small)
+    for key, body in (("small", small), ("large", large)):
+        await cache.put(key, 60, body)
+
+    async def unreachable() -> bytes:
+        raise AssertionError("a fresh entry must not be fetched")
+
+    assert (await cache.get_or_fetch("large", 60, unreachable)).value == large
+    assert (await cache.get_or_fetch("small", 60, unreachable)).value == small
+    assert store.get("small")["v"] == small  # small bodies are held as they are
+    assert len(pickle.dumps(store.get("large"))) < len(large) // 10
+
+    # An expired one served during an outage is the body as fetched, too.
+    clock.now += 61
+
+    async def outage() -> bytes:
+        raise EcoError("upstream_unavailable", "down", retryable=True)
+
+    stale = await cache.get_or_fetch("large", 60, outage)
+    assert stale.stale and stale.value == large
