@@ -79,6 +79,26 @@ async def test_with_the_broker_unreachable_the_build_runs_in_the_web_process_and
     assert any("build queue (Celery broker) is unreachable" in r.getMessage() for r in caplog.records)
 
 
+def test_a_build_goes_to_the_configured_broker_even_after_an_eager_task_made_the_apps_pools(redis_url, settings):
+    """Celery's eager tasks acquire a producer too: a test process that ran one holds pools made
+    with no broker, and a build sent through them vanished without an error (the two-callers and
+    question-to-number tests then waited for ever). broker_at forgets them."""
+    import redis
+
+    from eco_service.celery import app
+    from tables import store as tables_store
+
+    app.amqp.producer_pool  # noqa: B018  (what an eager task's apply_async makes)
+    with broker_at(redis_url, settings):
+        queue = app.conf.task_default_queue
+        assert tables_store.dispatch("DP1.10033.001.basic.2023-06.2023-07.probe") is None
+        r = redis.Redis.from_url(redis_url)
+        try:
+            assert r.llen(queue) == 1
+        finally:
+            r.delete(queue)
+
+
 async def test_the_per_dataset_cap_is_refused_before_any_byte_and_nothing_is_recorded(
         call_tool, fresh_sim, tmp_path):
     fresh_sim.requests.clear()
