@@ -42,8 +42,6 @@ OTHER = {**SEL, "tables": ["ltr_pertrap"]}
 THIRD = {**SEL, "tables": ["ltr_massdata"]}
 
 
-@pytest.mark.skipif(False, reason="on a loaded CI machine the build a caller queues is sometimes never received by this "
-                         "test's worker (cause not found yet); passes when run alone")
 async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_result(
         http_server, sim_cfg, fresh_sim, active_config, broker, store, tmp_path, rows_cleared):
     tokens = [fresh_sim.issue_token(), fresh_sim.issue_token()]
