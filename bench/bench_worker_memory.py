@@ -127,7 +127,7 @@ walked item by item, each item validated and let go to check the reply whole, th
 again as the build iterates it into rows; a reply it does not take as a plain success goes the
 whole parse's way, with the same errors). In a process doing the parse and rows alone: traced
 peak 59.5 MB -> 18.7 (12 of it the rows, 6 the reply's text), VmHWM +85 MB -> +19, glibc's heap
-no longer grows (41.4 MB -> 18.2 in use at the peak), 0.99 s -> 0.56 s. In the worker, way A's
+no longer grows (its arena 41.4 MB -> 18.2 after the parse), 0.99 s -> 0.56 s. In the worker, way A's
 peak VmHWM went from 205 MB to 142 before the load and 148-149 in all, and it reads 132.3-132.6
 MB before the load (144-145 before), but 148.0-148.2 after it: only 1-2 MB less than before.
 The build's peak was not what the load ends on. Way A still holds 3.7-4 MB more than B after the
