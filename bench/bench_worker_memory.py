@@ -39,6 +39,9 @@ location nodes). MB of VmRSS after the load (VmHWM, the peak, in brackets):
       (three runs)                                          150.2 (205.2)   147.3 (same)
     + glibc's large-block and trim thresholds fixed at      150.1, 149.0,   144.5, 144.4,
       256 KiB (three runs; two more read 149.4 and 144.3)   148.8 (205.3)   144.2 (146.0-146.8)
+    + products and sites read from the GraphQL reply a      148.0, 148.1,   144.3, 144.1,
+      record at a time while their rows are built           148.2 (148.2-   144.3 (145.9-
+      (three runs)                                          149.2)          146.9)
 
 Before the load way A read 281.3 MB at b093be4 and 144.1-145.0 MB after; way B 193.2 and 118.0.
 Import cost of a worker ready to serve (django.setup, the ASGI app, every tool registered):
@@ -113,13 +116,24 @@ glibc's mallinfo2, tracemalloc snapshots and the LocMem store's size, before and
   the admin's schedules, the post-migrate schedule check (eco_service.bootstrap) and the schema
   record read: not done.
 
-Way A is at the 150 MB line (148.8-150.1), way B 5.5 MB under it. What way A has over B is the
+Before graphql_lists way A was at the 150 MB line (148.8-150.1), way B 5.5 MB under it. What way A has over B is the
 catalog build's peak left in glibc's heap and pymalloc's arenas (above). That peak is the typed
 records of the one GraphQL reply for products and sites: tracemalloc (one frame) in a process
 doing the prewarm traced 56 MB alive once the reply was parsed into records, 4 MB more once the
 product rows were built, 7 MB after the sites were stored, 1 MB at the end. Batching the rows
 would not lower it; reading the reply a product at a time into rows (the records never all alive)
-would. Not tried.
+would. Done since (UpstreamClient.graphql_lists, models.read_graphql_lists: the reply's text is
+walked item by item, each item validated and let go to check the reply whole, then validated
+again as the build iterates it into rows; a reply it does not take as a plain success goes the
+whole parse's way, with the same errors). In a process doing the parse and rows alone: traced
+peak 59.5 MB -> 18.7 (12 of it the rows, 6 the reply's text), VmHWM +85 MB -> +19, glibc's heap
+no longer grows (its arena 41.4 MB -> 18.2 after the parse), 0.99 s -> 0.56 s. In the worker, way A's
+peak VmHWM went from 205 MB to 142 before the load and 148-149 in all, and it reads 132.3-132.6
+MB before the load (144-145 before), but 148.0-148.2 after it: only 1-2 MB less than before.
+The build's peak was not what the load ends on. Way A still holds 3.7-4 MB more than B after the
+load (13.5 MB more before it, which the load partly reuses): the walk's 81 answers in the answer
+cache and the pymalloc arenas the build and walk leave with a few survivors each (above) are
+the candidates; not measured again since this change.
 
 Before 70826b0: way A's 150 MB not met (153 MB, 3 over). What is left is the load's own working set (the index,
 11.5 MB, is built at the first call after the subtree walk) over an import baseline of 116.5 MB

@@ -23,7 +23,7 @@ import hashlib
 import json
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeVar, cast, overload
 from urllib.parse import quote, urlsplit
 
@@ -41,6 +41,7 @@ from upstream.http import Call, RequestKind, UpstreamHttp, deadline_exceeded
 from upstream.ratelimit import Buckets, LocalBuckets, RedisBuckets, budget_for
 
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
 
 # GraphQL failures that say GraphQL itself is unwell (not that the caller was rate limited).
 BREAKER_CODES = {"upstream_error", "upstream_unavailable", "graphql_error"}
@@ -172,19 +173,20 @@ class UpstreamClient:
         except (ValidationError, ValueError) as exc:
             raise mapping.unexpected_body(endpoint, exc) from None
 
+    async def _off_loop(self, content: bytes, read: Callable[..., R], *args: Any) -> R:
+        """`read(*args)` reading the reply `content`, on a worker thread when it is large."""
+        if len(content) < PARSE_IN_THREAD_BYTES:
+            return read(*args)
+        async with self._parse_slots:
+            return await asyncio.to_thread(read, *args)
+
     async def _parse_off_loop(self, endpoint: str, model: type[M], content: bytes) -> M:
         """`_parse`, on a worker thread for large replies (same model, same errors)."""
-        if len(content) < PARSE_IN_THREAD_BYTES:
-            return self._parse(endpoint, model, content)
-        async with self._parse_slots:
-            return await asyncio.to_thread(self._parse, endpoint, model, content)
+        return await self._off_loop(content, self._parse, endpoint, model, content)
 
     async def _parse_typed_off_loop(self, model: type[M], content: bytes) -> m.TypedGraphQLResponse[M] | None:
         """`models.parse_typed_graphql`, on a worker thread for large replies, as `_parse_off_loop`."""
-        if len(content) < PARSE_IN_THREAD_BYTES:
-            return m.parse_typed_graphql(model, content)
-        async with self._parse_slots:
-            return await asyncio.to_thread(m.parse_typed_graphql, model, content)
+        return await self._off_loop(content, m.parse_typed_graphql, model, content)
 
     async def _get(self, path: str, endpoint: str, model: type[M], *, ttl: str, kind: RequestKind = "detail",
                    params: dict[str, Any] | None = None, token_only: bool = False, fresh: bool = False) -> M:
@@ -455,6 +457,28 @@ class UpstreamClient:
         switch the catalogs to REST. `send_token=False` never sends the token. `partial=True`
         (model-less only): a reply with data and errors together is returned with its errors in
         `GraphQLReply.errors` instead of raised; a reply without data is still `graphql_error`."""
+        return await self._graphql(query, variables, operation_name, kind, use_breaker, send_token,
+                                   lambda content: self._read_graphql(content, model, partial))
+
+    async def graphql_lists(self, query: str, *, model: type[M], kind: RequestKind = "catalog"
+                            ) -> dict[str, Iterable[Any]]:
+        """`graphql(query, model=model)` for a query whose root fields are all lists of records
+        (`model`'s fields are `list[Item]`): each list, validated an item at a time as its
+        caller iterates it (`models.GraphQLItems`), so the records are never all alive at once.
+        The reply is checked whole before this returns: the same errors as `graphql`."""
+        async def read(content: bytes) -> dict[str, Iterable[Any]]:
+            items = m.list_items(model)
+            lists = await self._off_loop(content, m.read_graphql_lists, content, items)
+            if lists is not None:
+                return dict(lists)
+            whole = await self._read_graphql(content, model, False)  # raises what the reply deserves
+            return {name: getattr(whole, name) for name in items}
+
+        return await self._graphql(query, None, None, kind, True, None, read)
+
+    async def _graphql(self, query: str, variables: dict[str, Any] | None, operation_name: str | None,
+                       kind: RequestKind, use_breaker: bool, send_token: bool | None,
+                       read: Callable[[bytes], Awaitable[R]]) -> R:
         if use_breaker and self.breaker.is_open:
             raise EcoError("upstream_unavailable", "GraphQL is paused after repeated failures; use REST",
                            details={"endpoint": "/graphql", "breaker": self.breaker.state()})
@@ -466,29 +490,7 @@ class UpstreamClient:
         call = Call("POST", self.cfg.eco.graphql_url, "/graphql", kind=kind, json=body, send_token=send_token)
         try:
             resp = await self.http.request(call, token=self.http.token_for(call))
-            # With a model, the body goes straight into it: a catalog reply read first into a
-            # tree of dicts and then into models held both at once, and the memory the process
-            # took for that peak stayed with it.
-            typed = await self._parse_typed_off_loop(model, resp.content) if model is not None else None
-            envelope = (typed if typed is not None
-                        else await self._parse_off_loop("/graphql", m.GraphQLResponse, resp.content))
-            if envelope.errors and not (partial and model is None and envelope.data is not None):
-                raise mapping.graphql_errors(envelope.errors)
-            if envelope.data is None:
-                raise EcoError("upstream_error", "/graphql: reply has neither data nor errors",
-                               details={"endpoint": "/graphql", "reason": "unexpected_body"})
-            result: M | m.GraphQLReply
-            if typed is not None:
-                result = cast(M, typed.data)  # not None: checked above
-            else:
-                data = cast(dict[str, Any], envelope.data)  # the general envelope's: a JSON object
-                if model is not None:
-                    try:
-                        result = m.parse_graphql_data(model, data)
-                    except ValidationError as exc:
-                        raise mapping.unexpected_body("/graphql", exc) from None
-                else:
-                    result = m.GraphQLReply(data=data, errors=envelope.errors)
+            result = await read(resp.content)
         except EcoError as exc:
             if use_breaker and exc.code in BREAKER_CODES:
                 self.breaker.record_failure()
@@ -496,6 +498,28 @@ class UpstreamClient:
         if use_breaker:
             self.breaker.record_success()
         return result
+
+    async def _read_graphql(self, content: bytes, model: type[M] | None, partial: bool) -> M | m.GraphQLReply:
+        # With a model, the body goes straight into it: a catalog reply read first into a
+        # tree of dicts and then into models held both at once, and the memory the process
+        # took for that peak stayed with it.
+        typed = await self._parse_typed_off_loop(model, content) if model is not None else None
+        envelope = (typed if typed is not None
+                    else await self._parse_off_loop("/graphql", m.GraphQLResponse, content))
+        if envelope.errors and not (partial and model is None and envelope.data is not None):
+            raise mapping.graphql_errors(envelope.errors)
+        if envelope.data is None:
+            raise EcoError("upstream_error", "/graphql: reply has neither data nor errors",
+                           details={"endpoint": "/graphql", "reason": "unexpected_body"})
+        if typed is not None:
+            return cast(M, typed.data)  # not None: checked above
+        data = cast(dict[str, Any], envelope.data)  # the general envelope's: a JSON object
+        if model is None:
+            return m.GraphQLReply(data=data, errors=envelope.errors)
+        try:
+            return m.parse_graphql_data(model, data)
+        except ValidationError as exc:
+            raise mapping.unexpected_body("/graphql", exc) from None
 
     async def graphql_body(self, query: str, variables: dict[str, Any] | None = None, *,
                            operation_name: str | None = None, max_bytes: int) -> bytearray:

@@ -8,6 +8,7 @@ double that drifts from the client's signatures or return types fails type check
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -45,3 +46,9 @@ class CatalogUpstream(Protocol):
     async def graphql(self, query: str, variables: dict[str, Any] | None = None, *, model: type[M],
                       operation_name: str | None = None, kind: RequestKind = "catalog", use_breaker: bool = True,
                       send_token: bool | None = None) -> M: ...
+
+    async def graphql_lists(self, query: str, *, model: type[M], kind: RequestKind = "catalog"
+                            ) -> dict[str, Iterable[Any]]:
+        """`graphql` for a query whose root fields are all lists of records, each list read an
+        item at a time as it is iterated."""
+        ...

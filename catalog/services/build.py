@@ -16,6 +16,7 @@ the refresh keeps the old catalog.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TypeVar
 
@@ -58,7 +59,7 @@ def _parse_dt(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
-def build_products(records: list[m.Product]) -> tuple[list[ProductRow], list[ProductSiteAvailabilityRow]]:
+def build_products(records: Iterable[m.Product]) -> tuple[list[ProductRow], list[ProductSiteAvailabilityRow]]:
     products: list[ProductRow] = []
     cells: list[ProductSiteAvailabilityRow] = []
     for r in records:
@@ -120,7 +121,7 @@ def _cell(code: str, s: m.ProductSiteAvailability) -> ProductSiteAvailabilityRow
     )
 
 
-def build_sites(records: list[m.Site]) -> list[SiteRow]:
+def build_sites(records: Iterable[m.Site]) -> list[SiteRow]:
     return [
         SiteRow(
             site_code=r.site_code,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -87,14 +88,16 @@ def _describe(exc: Exception) -> str:
 # -- fetching ------------------------------------------------------------------------------
 
 # What one catalog's fetch returns: the client's own record models, built into rows directly.
-Records = list[m.Product] | list[m.Site] | list[m.Release] | tuple[list[m.Location], m.Location]
+# Products and sites from GraphQL are read a record at a time as they are iterated.
+Records = Iterable[m.Product] | Iterable[m.Site] | list[m.Release] | tuple[list[m.Location], m.Location]
 Tables = list[tuple[type[models.Model], list[models.Model]]]
 
 
-async def _graphql(client: CatalogUpstream, key: str) -> dict[str, Records]:
+async def _graphql(client: CatalogUpstream, key: str) -> dict[str, Iterable[Any]]:
+    # Each list is read from the reply a record at a time while its rows are built: the records
+    # of the whole reply alive at once were the start-up build's memory peak.
     query, model = QUERIES[key]
-    result = await client.graphql(query, model=model, kind="catalog")
-    return {name: getattr(result, name) for name in key.split("+")}
+    return await client.graphql_lists(query, model=model, kind="catalog")
 
 
 async def _rest(client: CatalogUpstream, catalog: str) -> Records:

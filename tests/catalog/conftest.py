@@ -10,6 +10,7 @@ with a full catalog from the simulator.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -84,6 +85,11 @@ class MiniClient:
         if body.get("errors"):
             raise EcoError("graphql_error", body["errors"][0].get("message", "GraphQL error"))
         return m.parse_graphql_data(model, body["data"])
+
+    async def graphql_lists(self, query: str, *, model: type[M], kind: RequestKind = "catalog"
+                            ) -> dict[str, Iterable[Any]]:
+        whole = await self.graphql(query, model=model, kind=kind)
+        return {name: getattr(whole, name) for name in type(whole).model_fields}
 
 
 if TYPE_CHECKING:
