@@ -100,7 +100,11 @@ async def test_eco_demo_prints_configurations_that_download_list_over_http_and_r
         async with Client(transport, mode="2026-07-28") as client:
             listed = await client.call_tool("eco_list_files", BIRDS)
             ping = await client.call_tool("eco_ping", {})
+            # Served from the simulator's storage by the server itself: the tables' dictionary.
+            described = await client.call_tool("eco_describe_tables", {"product": BIRDS["product"], "site_code": "HARV"})
         assert not listed.is_error, listed.content
+        assert not described.is_error, described.content
+        assert described.structured_content["tables"]
         assert listed.structured_content["files"] and ping.structured_content["transport"] == "http"
         # The SDK line runs as printed.
         assert "DP1.00041.001" in await _run_sdk_line(_after(lines, SDK))

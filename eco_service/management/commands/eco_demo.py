@@ -9,8 +9,9 @@ endpoint with the simulator's token in its header, and a plain Python SDK line. 
 stops both; a temporary data folder is removed.
 
 What the demo allows that a deployment would not, in its own settings only (never the defaults):
-  - downloads from the simulator's storage, a plain-http origin on loopback
-    (`downloads.allowed_hosts`, `downloads.storage_origins`), into the data folder;
+  - fetches from the simulator's storage, a plain-http origin on loopback
+    (`downloads.allowed_hosts`, `downloads.storage_origins`): stdio's downloads into the data
+    folder, and over HTTP the tables' dictionaries and the stacks built into the server's store;
   - callers' `X-API-Token` over plain http (`server.allow_insecure_header_token`): the service
     listens on 127.0.0.1 only, so the header never crosses a network, and the token is the
     simulator's, worth nothing elsewhere. Lending the service's own token to anonymous callers
@@ -98,7 +99,12 @@ class Command(BaseCommand):
                                    start_new_session=True)
             rest, graphql, storage = self._sim_urls(sim.stdout)
             upstream = {"ECO_MCP_DATA_DIR": str(data_dir), "ECO_MCP_ECO__BASE_URL": rest,
-                        "ECO_MCP_ECO__GRAPHQL_URL": graphql}
+                        "ECO_MCP_ECO__GRAPHQL_URL": graphql,
+                        # The simulator's signed URLs point at its storage port on `localhost`: the
+                        # stdio server downloads from it, the HTTP one reads tables' dictionaries and
+                        # stacks from it into its store.
+                        "ECO_MCP_DOWNLOADS__ALLOWED_HOSTS": urlsplit(storage).hostname or "localhost",
+                        "ECO_MCP_DOWNLOADS__STORAGE_ORIGINS": storage}
             port = options["port"] or _free_port()
             log_path = data_dir / "service.log"
             with log_path.open("ab") as log:
@@ -114,10 +120,7 @@ class Command(BaseCommand):
             if stop.is_set():
                 return
             stdio_env = {**upstream, "ECO_MCP_ECO__API_TOKEN": token,
-                         "ECO_MCP_DOWNLOADS__DIRECTORY": str(data_dir / "downloads"),
-                         # The simulator's signed URLs point at its storage port on `localhost`.
-                         "ECO_MCP_DOWNLOADS__ALLOWED_HOSTS": urlsplit(storage).hostname or "localhost",
-                         "ECO_MCP_DOWNLOADS__STORAGE_ORIGINS": storage}
+                         "ECO_MCP_DOWNLOADS__DIRECTORY": str(data_dir / "downloads")}
             self.stdout.write(self._ready_text(seed, data_dir, base, log_path, stdio_env, token))
             self.stdout.flush()
             while not stop.wait(0.5):
