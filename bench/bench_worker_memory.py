@@ -42,6 +42,8 @@ location nodes). MB of VmRSS after the load (VmHWM, the peak, in brackets):
     + products and sites read from the GraphQL reply a      148.0, 148.1,   144.3, 144.1,
       record at a time while their rows are built           148.2 (148.2-   144.3 (145.9-
       (three runs)                                          149.2)          146.9)
+    + that reply read with ijson (yajl2_c), not a walker    148.3, 148.3    144.2 (145.7)
+      of our own (two runs; one for B)                      (150.1, 148.4)
 
 Before the load way A read 281.3 MB at b093be4 and 144.1-145.0 MB after; way B 193.2 and 118.0.
 Import cost of a worker ready to serve (django.setup, the ASGI app, every tool registered):
@@ -122,15 +124,20 @@ records of the one GraphQL reply for products and sites: tracemalloc (one frame)
 doing the prewarm traced 56 MB alive once the reply was parsed into records, 4 MB more once the
 product rows were built, 7 MB after the sites were stored, 1 MB at the end. Batching the rows
 would not lower it; reading the reply a product at a time into rows (the records never all alive)
-would. Done since (UpstreamClient.graphql_lists, models.read_graphql_lists: the reply's text is
-walked item by item, each item validated and let go to check the reply whole, then validated
-again as the build iterates it into rows; a reply it does not take as a plain success goes the
-whole parse's way, with the same errors). In a process doing the parse and rows alone: traced
-peak 59.5 MB -> 18.7 (12 of it the rows, 6 the reply's text), VmHWM +85 MB -> +19, glibc's heap
-no longer grows (its arena 41.4 MB -> 18.2 after the parse), 0.99 s -> 0.56 s. In the worker, way A's
+would. Done since (UpstreamClient.graphql_lists, models.read_graphql_lists: ijson's C parser
+(yajl2_c) reads the reply's body item by item, each item validated and let go to check the reply
+whole, then read and validated again as the build iterates it into rows; a reply it does not
+take as a plain success goes the whole parse's way, with the same errors). In a process doing
+the parse and rows alone: traced peak 59.5 MB -> 18.7 (12 of it the rows, 6 the reply's text),
+VmHWM +85 MB -> +19, glibc's heap no longer grows (its arena 41.4 MB -> 18.2 after the parse),
+0.99 s -> 0.56 s, with a walker of our own over the decoded text (json's raw_decode); with ijson
+over the body itself (no decoded copy) 13.2 MB traced, VmHWM +13.9, 0.39 s -> 0.60 s against
+that walker measured again (two runs each: a pass over ijson's events in Python checks the
+envelope, and each list's pass parses the whole body). In the worker, way A's
 peak VmHWM went from 205 MB to 142 before the load and 148-149 in all, and it reads 132.3-132.6
 MB before the load (144-145 before), but 148.0-148.2 after it: only 1-2 MB less than before.
-The build's peak was not what the load ends on. Way A still holds 3.7-4 MB more than B after the
+The build's peak was not what the load ends on (with ijson: 132.1 and 133.6 MB before the load,
+VmHWM 142.3 and 142.5, 148.3 after: the same). Way A still holds 3.7-4 MB more than B after the
 load (13.5 MB more before it, which the load partly reuses): the walk's 81 answers in the answer
 cache and the pymalloc arenas the build and walk leave with a few survivors each (above) are
 the candidates; not measured again since this change.
