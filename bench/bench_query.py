@@ -20,23 +20,22 @@ to JSON values, the rest of a truncated result counted), engine limits threads=1
 pandas, one run: read_csv of the two stacked CSVs (times parsed), then the same three results
 (the join: merge on site and position, keep rows inside the position's period, top by zOffset).
 
-Figures (2-core VM shared with ~7 other sessions' test runs, load average 5 during the run, so
-wall times are inflated: the process CPU time of each call is given beside them as the measure of
-one core's work; Python 3.11, DuckDB 2.0.1, pandas 3.x; 50 runs after one warm-up; threads=1):
+Figures (2-core VM, load average 2.2-2.7 from other sessions, no test run of ours going; Python
+3.11.7, DuckDB 2.0.1, pandas 3.1.1; 50 runs after one warm-up; threads=1), two runs:
   query     wall p50  wall p99  cpu p50  cpu p99  rows   pandas (load + step)  x (wall p50)
-  monthly    148.2     260.0     75.7     85.2    24      2800 ms               19
-  filter      65.6     304.2     33.5    126.2    5000    2357 ms               36
-  join        87.6     164.7     58.2     63.7    2       6198 ms               71
-  eco_query_tables through the gateway's pipeline (monthly): p50 183.6 ms, p99 284.5 ms wall.
-  pandas: load of the two stacked CSVs 2228 ms; whole run 6898 ms (monthly 571, filter 128,
-  join 3970 ms). The engine (views, variables table, locked settings) opened with the first
-  query in 64 ms and is kept while the dataset is unchanged.
-  An earlier run at load 6.7: wall p50 250.8 / 75.3 / 171.9 ms, CPU p50 79.3 / 32.8 / 57.7 ms,
-  pandas 2777 / 2371 / 7513 ms (11x, 31x, 44x).
-Goals: p50 under 100 ms each on one core: met in CPU time (76, 34, 58 ms), and in wall time for
-the filter and the join; NOT in wall time for the monthly aggregate on this loaded machine
-(148 ms; 251 ms at load 6.7). At least 10x faster than pandas including its load: met for all
-three, wall time against pandas' wall time under the same load (19x, 36x, 71x).
+  monthly     40.4      43.7     40.8     44.9    24       712 /  505 ms        18 / 13
+  filter      15.4      87.0     15.6     86.6    5000     585 /  475 ms        38 / 32
+  join        28.2      30.9     28.4     31.1    2       1753 / 1580 ms        62 / 56
+  (second run: monthly 40.1, filter 14.8, join 28.1 ms p50.)
+  eco_query_tables through the gateway's pipeline (monthly): p50 41.3 ms, p99 45.9 ms wall.
+  pandas: load of the two stacked CSVs 416-527 ms; whole run 1.7-2.0 s (monthly 89-185, filter
+  58, join 1164-1227 ms). The engine (views, variables table, locked settings) opened with the
+  first query in 41 ms and is kept while the dataset is unchanged; the stack itself took 1.4 s.
+Goals: p50 under 100 ms each on one core: met, in wall time as in CPU time (40, 15, 28 ms). At
+least 10x faster than pandas including its load: met for all three (13-18x, 32-38x, 56-62x).
+An earlier run on the same machine while ~7 other sessions' test suites ran (load 5-6.7) read wall
+p50 148-251 / 66-75 / 88-172 ms and CPU p50 76 / 34 / 58 ms on the same data: the calls waited
+for a core, and a core shared that way does less in each CPU second.
 The filter returns 5000 of the week's 10,080 rows (its limit) and counts the rest.
 Times are exposed as TIMESTAMP (UTC) by the views: with TIMESTAMP WITH TIME ZONE, DuckDB's
 date_trunc goes through ICU; in a separate profile on the same file the monthly aggregate took
