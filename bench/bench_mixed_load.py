@@ -87,6 +87,15 @@ CATALOG_CALLS = [
 ]
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -372,11 +381,7 @@ def main() -> None:
                     if alone["catalog_calls_per_s"] else 0.0})
         finally:
             for proc in reversed(procs):
-                proc.terminate()
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+                _stop(proc)
     alone_rate = statistics.median(r["alone"]["catalog_calls_per_s"] for r in rounds)
     mixed_rate = statistics.median(r["mixed"]["catalog_calls_per_s"] for r in rounds)
     print(json.dumps({"settings": vars(opts), "rounds": rounds, "alone_median_calls_per_s": alone_rate,

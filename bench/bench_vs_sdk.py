@@ -255,7 +255,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_mixed_load import META, MODERN, _env, _free_port, _wait_http, simulator_with_catalogs
+from bench_mixed_load import META, MODERN, _env, _free_port, _stop, _wait_http, simulator_with_catalogs
 
 REPO = Path(__file__).resolve().parents[1]
 BARE = Path(__file__).resolve().parent / "bare_sdk_server.py"
@@ -392,15 +392,6 @@ def _start(cmd: list[str], env: dict[str, str], port: int, pin: bool) -> subproc
 
 def _progress(what: str, value: Any) -> None:
     print(f"{what}: {json.dumps(value)}", file=sys.stderr, flush=True)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _stdio_first(cmd: list[str], env: dict[str, str], request: dict[str, Any]) -> float:

@@ -172,7 +172,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_mixed_load import _env, _free_port, _wait_http
+from bench_mixed_load import _env, _free_port, _stop, _wait_http
 
 REPO = Path(__file__).resolve().parents[1]
 CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -280,11 +280,7 @@ def _way(way: str, seconds: float, clients: int) -> dict[str, Any]:
             return out
         finally:
             for proc in reversed(procs):
-                proc.terminate()
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+                _stop(proc)
 
 
 def main() -> None:

@@ -104,6 +104,17 @@ def http_server(fake_catalog: dict[str, Any]) -> Callable[..., Any]:
     return start
 
 
+def sim_stdio(stdio_env: dict[str, str], sim: Any, token: str, downloads: Path, **env: str) -> Any:
+    """`manage.py eco_mcp_stdio` against the simulator with `token`, downloading from its storage
+    (loopback) into `downloads`; `env` adds settings."""
+    from mcp.client.stdio import StdioServerParameters
+
+    return StdioServerParameters(command=PYTHON, args=["manage.py", "eco_mcp_stdio"], cwd=str(REPO), env={
+        **stdio_env, "ECO_MCP_ECO__BASE_URL": sim.base_url, "ECO_MCP_ECO__GRAPHQL_URL": sim.graphql_url,
+        "ECO_TOKEN": token, "ECO_MCP_DOWNLOADS__DIRECTORY": str(downloads),
+        "ECO_MCP_DOWNLOADS__ALLOWED_HOSTS": "127.0.0.1,localhost", **env})
+
+
 @pytest.fixture(scope="session")
 def stdio_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Environment for `manage.py eco_mcp_stdio` subprocesses: a private, pre-migrated data dir,

@@ -67,30 +67,10 @@ def store(tmp_path: Path) -> Path:
     return tmp_path / "store"
 
 
-@pytest.fixture
-def rows_cleared(django_db_blocker: Any) -> Iterator[None]:
-    """The server's threads commit their rows; they go again after the test (on a connection of
-    its own: the test's is inside the transaction that is rolled back)."""
-    yield
-    from django.db import connections
-
-    from tables.models import Dataset
-
-    def clear() -> None:
-        try:
-            Dataset.objects.all().delete()
-        finally:
-            connections.close_all()
-
-    with django_db_blocker.unblock():
-        thread = threading.Thread(target=clear)
-        thread.start()
-        thread.join()
-
-
-def in_another_connection(blocker: Any, fn: Any) -> None:
-    """`fn()` committed on a connection of its own, so the server's threads see what it writes
-    (the test's connection is inside the transaction that is rolled back)."""
+def on_own_connection(fn: Any) -> None:
+    """`fn()` on a thread with a database connection of its own, closed afterwards: what it
+    writes is committed where the server's threads see it (the test's connection is inside the
+    transaction that is rolled back), and a caller on the event loop does not block on the ORM."""
     from django.db import connections
 
     def run() -> None:
@@ -99,10 +79,24 @@ def in_another_connection(blocker: Any, fn: Any) -> None:
         finally:
             connections.close_all()
 
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+
+
+def in_another_connection(blocker: Any, fn: Any) -> None:
+    """on_own_connection with pytest-django's database block lifted."""
     with blocker.unblock():
-        thread = threading.Thread(target=run)
-        thread.start()
-        thread.join()
+        on_own_connection(fn)
+
+
+@pytest.fixture
+def rows_cleared(django_db_blocker: Any) -> Iterator[None]:
+    """The server's threads commit their rows; they go again after the test."""
+    yield
+    from tables.models import Dataset
+
+    in_another_connection(django_db_blocker, lambda: Dataset.objects.all().delete())
 
 
 def record_ready(blocker: Any, dataset_id: str, record: dict[str, Any], folder: Path, **fields: Any) -> None:
@@ -177,20 +171,13 @@ def broker_view() -> str:
     lengths = {k.decode(): r.llen(k) for k in r.scan_iter(f"{queue}*") if r.type(k) == b"list"}
     stored: list[Any] = []
 
-    def read() -> None:  # on a connection of its own: the caller may be on the event loop
-        from django.db import connections
-
+    def read() -> None:
         from tables.models import Dataset
 
-        try:
-            stored.extend(Dataset.objects.values_list("dataset_id", "state", "attempts", "queued_at", "started_at",
-                                                      "created_at"))
-        finally:
-            connections.close_all()
+        stored.extend(Dataset.objects.values_list("dataset_id", "state", "attempts", "queued_at", "started_at",
+                                                  "created_at"))
 
-    thread = threading.Thread(target=read)
-    thread.start()
-    thread.join()
+    on_own_connection(read)
     return (f"broker {app.conf.broker_url} queue {queue}: lists {lengths}, unacked {r.hlen('unacked')}, "
             f"producer pool on {held}; dataset rows {stored}")
 

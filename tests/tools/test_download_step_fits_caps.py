@@ -10,10 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from tests.downloads.conftest import call_tool, dl_dir, sim_token  # noqa: F401  (fixtures)
-from tests.gateway.conftest import PYTHON, REPO, stdio_env  # noqa: F401  (fixtures)
+from tests.gateway.conftest import sim_stdio, stdio_env  # noqa: F401  (fixtures)
 
 SOIL = "DP1.00041.001"  # a sensor product: a few dozen files per site-month
 MAX_FILES = 40
@@ -21,11 +20,8 @@ MAX_FILES = 40
 
 async def test_a_listing_above_the_download_cap_suggests_a_narrower_download_that_succeeds_over_stdio(
         stdio_env, sim, tmp_path: Path):
-    env = {**stdio_env, "ECO_MCP_ECO__BASE_URL": sim.base_url, "ECO_MCP_ECO__GRAPHQL_URL": sim.graphql_url,
-           "ECO_TOKEN": sim.issue_token(exp_s=3600), "ECO_MCP_DOWNLOADS__DIRECTORY": str(tmp_path / "downloads"),
-           "ECO_MCP_DOWNLOADS__ALLOWED_HOSTS": "127.0.0.1,localhost",
-           "ECO_MCP_DOWNLOADS__MAX_FILES_PER_CALL": str(MAX_FILES)}
-    params = StdioServerParameters(command=PYTHON, args=["manage.py", "eco_mcp_stdio"], cwd=str(REPO), env=env)
+    params = sim_stdio(stdio_env, sim, sim.issue_token(exp_s=3600), tmp_path / "downloads",
+                       ECO_MCP_DOWNLOADS__MAX_FILES_PER_CALL=str(MAX_FILES))
     selection = {"product": SOIL, "site_codes": ["HARV", "BART"], "start_month": "2020-04", "end_month": "2020-06"}
     async with Client(params, mode="2026-07-28") as client:
         listed = await client.call_tool("eco_list_files", {**selection, "detail": "summary"})

@@ -11,11 +11,10 @@ import json
 from pathlib import Path
 
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from tests.catalog.celery_worker import require_postgres
 from tests.gateway.checks import assert_error, assert_valid_tool_result
-from tests.gateway.conftest import PYTHON, REPO, fake_catalog, http_server, stdio_env  # noqa: F401  (fixtures)
+from tests.gateway.conftest import fake_catalog, http_server, sim_stdio, stdio_env  # noqa: F401  (fixtures)
 from tests.tables.query_support import SOIL, stack_soil
 from tests.tools.conftest import sim_config
 from tests.tools.stack_server_support import record_ready, rows_cleared, store  # noqa: F401  (fixtures)
@@ -107,10 +106,7 @@ async def test_queries_over_http_answer_units_citations_and_truncation_and_never
 async def test_stack_then_query_then_cite_over_stdio(stdio_env, sim, tmp_path):  # noqa: F811
     downloads = tmp_path / "downloads"
     downloads.mkdir()
-    env = {**stdio_env, "ECO_MCP_ECO__BASE_URL": sim.base_url, "ECO_MCP_ECO__GRAPHQL_URL": sim.graphql_url,
-           "ECO_TOKEN": sim.issue_token(), "ECO_MCP_DOWNLOADS__DIRECTORY": str(downloads),
-           "ECO_MCP_DOWNLOADS__ALLOWED_HOSTS": "127.0.0.1,localhost"}
-    params = StdioServerParameters(command=PYTHON, args=["manage.py", "eco_mcp_stdio"], cwd=str(REPO), env=env)
+    params = sim_stdio(stdio_env, sim, sim.issue_token(), downloads)
     async with Client(params, mode="2026-07-28") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         stacked = assert_valid_tool_result(tools["eco_stack_tables"], await client.call_tool("eco_stack_tables", {

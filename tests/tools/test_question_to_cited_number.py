@@ -22,9 +22,8 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
-from tests.gateway.conftest import PYTHON, REPO, fake_catalog, http_server, stdio_env  # noqa: F401  (fixtures)
+from tests.gateway.conftest import fake_catalog, http_server, sim_stdio, stdio_env  # noqa: F401  (fixtures)
 from tests.tables.neon_support import neonutilities_stack, write_packages
 from tests.tools.stack_server_support import (  # noqa: F401  (fixtures)
     Worker,
@@ -147,10 +146,7 @@ async def test_the_question_becomes_a_cited_number_in_at_most_six_calls_over_std
         stdio_env, sim, tmp_path, reference):
     downloads = tmp_path / "downloads"
     downloads.mkdir()
-    env = {**stdio_env, "ECO_MCP_ECO__BASE_URL": sim.base_url, "ECO_MCP_ECO__GRAPHQL_URL": sim.graphql_url,
-           "ECO_TOKEN": sim.issue_token(), "ECO_MCP_DOWNLOADS__DIRECTORY": str(downloads),
-           "ECO_MCP_DOWNLOADS__ALLOWED_HOSTS": "127.0.0.1,localhost"}
-    params = StdioServerParameters(command=PYTHON, args=["manage.py", "eco_mcp_stdio"], cwd=str(REPO), env=env)
+    params = sim_stdio(stdio_env, sim, sim.issue_token(), downloads)
     calls: list[str] = []
     async with Client(params, mode="2026-07-28") as client:
         end = await agent(counted(client, calls))
