@@ -92,10 +92,12 @@ def in_another_connection(blocker: Any, fn: Any) -> None:
 
 @pytest.fixture
 def rows_cleared(django_db_blocker: Any) -> Iterator[None]:
-    """The server's threads commit their rows; they go again after the test."""
-    yield
+    """The server's threads commit their rows, past the test's rollback: the test starts with none (an
+    earlier test on this worker may have left some) and leaves none."""
     from tables.models import Dataset
 
+    in_another_connection(django_db_blocker, lambda: Dataset.objects.all().delete())
+    yield
     in_another_connection(django_db_blocker, lambda: Dataset.objects.all().delete())
 
 

@@ -24,6 +24,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from tests.downloads.conftest import call_tool, dl_dir, sim_token, token_config  # noqa: F401  (fixtures)
 from tests.gateway.checks import assert_valid_tool_result
 from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
+from tests.tools.stack_server_support import rows_cleared  # noqa: F401  (fixture)
 
 PRODUCT = "DP1.10003.001"  # breeding landbird point counts: at HARV, with files in 2020-05
 SEEDS: list[tuple[str, dict[str, Any]]] = [
@@ -86,7 +87,7 @@ def _offset_change(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, 
 
 
 async def test_every_next_step_from_a_seed_per_family_names_a_listed_tool_validates_and_succeeds_over_http(
-        http_server, sim_cfg, sim, sim_token, active_config, tmp_path):
+        http_server, sim_cfg, sim, sim_token, active_config, tmp_path, rows_cleared):
     # Stacks a step asks for are built in the server's store: the test's own folder.
     cfg = token_config(sim, None, server__transport="http", server__allow_insecure_header_token=True,
                        tables__store_directory=str(tmp_path / "store"))

@@ -153,6 +153,10 @@ def _dataset(store: Path, dataset_id: str, *, state: str = "ready", size: int = 
 
 @pytest.fixture
 def ops_store(active_config, tmp_path, db) -> Path:
+    from tables.models import Dataset
+
+    # Rows an earlier test's server threads committed are not this test's store (rolled back after).
+    Dataset.objects.all().delete()
     store = tmp_path / "store"
     active_config(eco_config.load_config(env={"ECO_MCP_SERVER__OPS_TOKEN": OPS_TOKEN,
                                               "ECO_MCP_TABLES__STORE_DIRECTORY": str(store)}, warn=False))
