@@ -132,6 +132,9 @@ class Eco(_Section):
         "Most upstream time one tool call may spend (requests, retries, backoff, rate-limit and slot waits); "
         "then upstream_unavailable. A free upstream slot is awaited at most connect_timeout_s. "
         "Catalog refreshes are not bound by it."))
+    fallback_wait_s: float = Field(10.0, gt=0, le=600, description=(
+        "Most a live read the cached catalog can answer instead (a site's record, sites' elevations) "
+        "waits for the upstream, within eco.call_deadline_s; then the catalog answers, with a note."))
     prefer_graphql: bool = Field(True, description="Build catalogs from GraphQL first, REST as fallback.")
     graphql_breaker_failures: int = Field(2, ge=1, le=100, description="Consecutive GraphQL failures that open the breaker.")
     graphql_breaker_cooldown_s: float = Field(900.0, ge=0, le=86400, description="Seconds the breaker stays open.")

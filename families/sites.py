@@ -28,6 +28,7 @@ from eco_core.memo import memos
 from eco_core.paging import DefaultLimit
 from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page
 from families.call import CallContext
+from upstream.context import waiting_at_most
 
 if TYPE_CHECKING:
     from upstream import models as upstream_models
@@ -111,7 +112,7 @@ async def search_sites(args: SearchSitesInput, call: CallContext) -> SearchSites
     notes: list[str] = []
     source = Source(origin="catalog", api_base_url=cfg.eco.base_url)
     if args.include_elevation and hits:
-        items, asked = await _with_elevations(call.client, hits, notes)
+        items, asked = await _with_elevations(call.client, hits, notes, cfg.eco.fallback_wait_s)
         if asked:
             source = Source(origin="mixed", endpoints=["/locations/sites"], api_base_url=cfg.eco.base_url)
     else:
@@ -331,14 +332,24 @@ def _words_of(idx: CatalogIndex) -> _SiteWords:
     return held
 
 
-async def _with_elevations(client: UpstreamClient, hits: list[SiteHit], notes: list[str]) -> tuple[list[SiteSummary], bool]:
+def _failed(endpoint: str, exc: EcoError, wait_s: float) -> str:
+    """Why a live read gave way to the catalog, for the answer's note."""
+    if (exc.details or {}).get("reason") == "deadline":
+        return f"{endpoint} gave no answer within {wait_s:g} s (eco.fallback_wait_s)"
+    return f"{endpoint} failed ({exc.code})"
+
+
+async def _with_elevations(client: UpstreamClient, hits: list[SiteHit], notes: list[str],
+                           wait_s: float) -> tuple[list[SiteSummary], bool]:
     """The hits as items with elevation and UTM from the SITE location records (one request for
     all sites, cached per `cache.ttl_s.locations`), and whether the upstream answered; when it
-    fails, from the catalog, with a note that says so."""
+    fails or takes longer than `wait_s`, from the catalog, with a note that says so."""
     wanted = {h.site.code for h in hits}
     try:
         found: dict[str, Placement] = {}
-        for loc in await client.location_sites():
+        with waiting_at_most(wait_s):
+            sites = await client.location_sites()
+        for loc in sites:
             code = loc.site_code or loc.location_name
             if code in wanted and (loc.location_type or "SITE").upper() == "SITE":
                 found[code] = (loc.location_elevation, loc.location_utm_easting, loc.location_utm_northing,
@@ -346,7 +357,7 @@ async def _with_elevations(client: UpstreamClient, hits: list[SiteHit], notes: l
     except EcoError as exc:
         if exc.code not in CATALOG_FALLBACK:
             raise
-        notes.append(f"Elevation and UTM come from the cached catalog: GET /locations/sites failed ({exc.code}).")
+        notes.append(f"Elevation and UTM come from the cached catalog: {_failed('GET /locations/sites', exc, wait_s)}.")
         return [h.summary((h.site.elevation, h.site.utm_easting, h.site.utm_northing, h.site.utm_zone,
                            h.site.utm_hemisphere)) for h in hits], False
     return [h.summary(found.get(h.site.code, _NOWHERE)) for h in hits], True
@@ -456,13 +467,15 @@ async def get_site(args: GetSiteInput, call: CallContext) -> GetSiteOutput:
         # The site's own record, as the catalog's product count (eco_search_sites) was built from:
         # its products and release links. The product catalog's site lists can disagree with it.
         try:
-            rec = await client.site(code)
+            with waiting_at_most(cfg.eco.fallback_wait_s):
+                rec = await client.site(code)
         except EcoError as exc:
             if exc.code not in CATALOG_FALLBACK:
                 raise
             rec = None
-            notes.append(f"Products and releases come from the cached catalog: GET /sites/{code} failed "
-                         f"({exc.code}); productCount there counts products whose record lists this site.")
+            notes.append(f"Products and releases come from the cached catalog: "
+                         f"{_failed(f'GET /sites/{code}', exc, cfg.eco.fallback_wait_s)}; productCount there counts "
+                         "products whose record lists this site.")
     entry = idx.site_by_code[code]
     if rec is not None:
         releases, cells = _record_releases(rec), _record_cells(rec, tag)

@@ -78,3 +78,22 @@ def call_scope(*, token: str | None = None, token_source: TokenSource = "none",
         yield acct
     finally:
         _current.reset(reset)
+
+
+@contextlib.contextmanager
+def waiting_at_most(seconds: float) -> Iterator[None]:
+    """Inside it the call's upstream waits end after `seconds`, or at the call's own deadline when
+    that comes first: for a read the catalog can answer instead, so a hung upstream costs that
+    long, not the whole call. Outside a call scope it changes nothing."""
+    acct = _current.get()
+    if acct is None:
+        yield
+        return
+    saved = acct.deadline_s, acct.deadline_at
+    at = time.monotonic() + seconds
+    if acct.deadline_at is None or at < acct.deadline_at:
+        acct.deadline_s, acct.deadline_at = seconds, at
+    try:
+        yield
+    finally:
+        acct.deadline_s, acct.deadline_at = saved

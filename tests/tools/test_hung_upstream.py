@@ -63,3 +63,38 @@ async def test_while_an_upstream_call_hangs_catalog_calls_answer_and_upstream_ca
     assert err["code"] == "upstream_unavailable" and err["retryable"] is True
     assert err["details"]["reason"] == "deadline" and err["details"]["deadlineSeconds"] == 3.0
     assert ended.requests == 1
+
+
+@pytest.fixture
+async def fallback_cfg(sim, catalog_module, db):
+    sim.reset()
+    cfg = sim_config(sim, eco__call_deadline_s=20.0, eco__fallback_wait_s=1.0, eco__read_timeout_s=60.0)
+    with eco_config.use_config(cfg):
+        yield cfg
+        sim.reset()
+        await close_clients()
+        await sync_to_async(connections.close_all)()
+
+
+async def test_a_hung_live_read_the_catalog_can_answer_gives_way_after_fallback_wait_not_the_call_deadline(
+        fallback_cfg, sim):
+    sim.faults.add("hang", route=r"^/api/v0/sites/HARV", hold_s=120)
+    sim.faults.add("hang", route=r"^/api/v0/locations/sites", hold_s=120)
+
+    site = await _run(fallback_cfg, "eco_get_site", {"site": "HARV"})
+    found = await _run(fallback_cfg, "eco_search_sites", {"query": "harv", "include_elevation": True})
+
+    # Answered from the catalog, and the note names the wait that ended the live read (not the
+    # call's 20 s deadline, which would read as a failure of the upstream).
+    assert site.ok["siteCode"] == "HARV" and site.ok["source"]["origin"] == "catalog" and site.ok["productCount"] > 0
+    assert any("GET /sites/HARV gave no answer within 1 s (eco.fallback_wait_s)" in n for n in site.ok["notes"])
+    [item] = found.ok["items"]
+    assert item["siteCode"] == "HARV" and item["elevation"] is not None
+    assert any("GET /locations/sites gave no answer within 1 s (eco.fallback_wait_s)" in n for n in found.ok["notes"])
+    assert site.requests == 1 and found.requests == 1
+
+    # The shortened wait was the read's alone: an upstream call the catalog cannot answer still has
+    # the call's whole deadline (the location section of the same site answers after the hang is gone).
+    sim.faults.clear()
+    whole = await _run(fallback_cfg, "eco_get_site", {"site": "HARV", "include": ["location"]})
+    assert whole.ok["source"]["origin"] == "upstream" and whole.ok["location"] is not None

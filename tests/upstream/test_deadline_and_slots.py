@@ -122,3 +122,18 @@ async def test_upstream_requests_count_every_attempt_answered_or_not(sim_client,
     assert caught.value.code in {"upstream_error", "upstream_unavailable"}
     assert acct.requests == 3, "three attempts (the default eco.retries.max_attempts), all counted"
     assert acct.endpoints == ["GET /sites/{siteCode}"] * 3
+
+
+def test_a_shorter_wait_tightens_the_call_deadline_only_inside_it_and_never_lengthens_it():
+    from upstream.context import current, waiting_at_most
+
+    with waiting_at_most(1.0):
+        assert current() is None  # outside a call there is no deadline to tighten
+    with call_scope(deadline_s=5.0) as acct:
+        at = acct.deadline_at
+        with waiting_at_most(60.0):
+            assert (acct.deadline_s, acct.deadline_at) == (5.0, at)
+        with waiting_at_most(1.0):
+            assert acct.deadline_s == 1.0 and acct.deadline_at is not None and at is not None
+            assert acct.deadline_at < at and acct.remaining() <= 1.0
+        assert (acct.deadline_s, acct.deadline_at) == (5.0, at)
