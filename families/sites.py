@@ -335,7 +335,7 @@ def _words_of(idx: CatalogIndex) -> _SiteWords:
 def _failed(endpoint: str, exc: EcoError, wait_s: float) -> str:
     """Why a live read gave way to the catalog, for the answer's note."""
     if (exc.details or {}).get("reason") == "deadline":
-        return f"{endpoint} gave no answer within {wait_s:g} s (eco.fallback_wait_s)"
+        return f"{endpoint} was not answered within {wait_s:g} s (eco.fallback_wait_s)"
     return f"{endpoint} failed ({exc.code})"
 
 

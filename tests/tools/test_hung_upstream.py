@@ -87,10 +87,10 @@ async def test_a_hung_live_read_the_catalog_can_answer_gives_way_after_fallback_
     # Answered from the catalog, and the note names the wait that ended the live read (not the
     # call's 20 s deadline, which would read as a failure of the upstream).
     assert site.ok["siteCode"] == "HARV" and site.ok["source"]["origin"] == "catalog" and site.ok["productCount"] > 0
-    assert any("GET /sites/HARV gave no answer within 1 s (eco.fallback_wait_s)" in n for n in site.ok["notes"])
+    assert any("GET /sites/HARV was not answered within 1 s (eco.fallback_wait_s)" in n for n in site.ok["notes"])
     [item] = found.ok["items"]
     assert item["siteCode"] == "HARV" and item["elevation"] is not None
-    assert any("GET /locations/sites gave no answer within 1 s (eco.fallback_wait_s)" in n for n in found.ok["notes"])
+    assert any("GET /locations/sites was not answered within 1 s (eco.fallback_wait_s)" in n for n in found.ok["notes"])
     assert site.requests == 1 and found.requests == 1
 
     # The shortened wait was the read's alone: an upstream call the catalog cannot answer still has
