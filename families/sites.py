@@ -334,8 +334,12 @@ def _words_of(idx: CatalogIndex) -> _SiteWords:
 
 def _failed(endpoint: str, exc: EcoError, wait_s: float) -> str:
     """Why a live read gave way to the catalog, for the answer's note."""
-    if (exc.details or {}).get("reason") == "deadline":
-        return f"{endpoint} was not answered within {wait_s:g} s (eco.fallback_wait_s)"
+    details = exc.details or {}
+    if details.get("reason") == "deadline":
+        # The call's own deadline ends the wait when it comes first: name the limit that did.
+        limit = details.get("deadlineSeconds", wait_s)
+        setting = "eco.fallback_wait_s" if limit == wait_s else "eco.call_deadline_s"
+        return f"{endpoint} was not answered within {limit:g} s ({setting})"
     return f"{endpoint} failed ({exc.code})"
 
 

@@ -98,3 +98,18 @@ async def test_a_hung_live_read_the_catalog_can_answer_gives_way_after_fallback_
     sim.faults.clear()
     whole = await _run(fallback_cfg, "eco_get_site", {"site": "HARV", "include": ["location"]})
     assert whole.ok["source"]["origin"] == "upstream" and whole.ok["location"] is not None
+
+
+async def test_when_the_call_deadline_comes_before_the_fallback_wait_the_note_names_the_deadline(sim, catalog_module, db):
+    sim.reset()
+    cfg = sim_config(sim, eco__call_deadline_s=1.0, eco__fallback_wait_s=10.0, eco__read_timeout_s=60.0)
+    with eco_config.use_config(cfg):
+        try:
+            sim.faults.add("hang", route=r"^/api/v0/sites/HARV", hold_s=120)
+            site = await _run(cfg, "eco_get_site", {"site": "HARV"})
+        finally:
+            sim.reset()
+            await close_clients()
+            await sync_to_async(connections.close_all)()
+    assert site.ok["source"]["origin"] == "catalog"
+    assert any("GET /sites/HARV was not answered within 1 s (eco.call_deadline_s)" in n for n in site.ok["notes"])
