@@ -169,3 +169,14 @@ async def test_not_found_always_carries_did_you_mean_as_a_list(http_server, sim_
                            ("eco_get_site", {"site": "HARV", "release": "RELEASE-1999"})]:
             err = assert_error(await client.call_tool(tool, args), "not_found")
             assert isinstance(err["details"]["didYouMean"], list), (tool, args, err)
+
+
+async def test_thirty_one_distinct_sites_in_a_listing_are_invalid_site_codes_naming_the_setting(http_server, sim_cfg, sim, active_config):  # noqa: F811
+    async with _client(http_server, sim, active_config) as client:
+        sites = [s["siteCode"] for s in (await _ok(client, "eco_search_sites", {"limit": 31}))["items"]]
+        assert len(set(sites)) == 31
+        out = await client.call_tool("eco_list_files", {"product": "DP1.00041.001", "site_codes": sites,
+                                                        "start_month": "2023-07"})
+        err = assert_error(out, "invalid_argument")
+        assert err["details"]["field"] == "site_codes" and err["details"]["setting"] == "limits.max_sites_per_call"
+        assert err["details"]["maximum"] == 30
