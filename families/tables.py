@@ -873,7 +873,9 @@ class QueryTablesInput(ToolInput):
 class QueryColumn(WireModel):
     name: str
     type: str
-    units: str | None = Field(description="null: a derived column.")
+    units: str | None = Field(description="Derived from the SQL (a column, its aggregates, sums of one unit; counts: "
+                                          "number).")
+    units_reason: str | None = Field(None, description="Why units is null.")
 
 
 class QueryCitation(WireModel):
@@ -1000,7 +1002,8 @@ async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTables
     cites = _query_citations(result)
     out = QueryTablesOutput(
         dataset_id=result.dataset.id, product_code=record.get("product", ""),
-        columns=[QueryColumn(name=c.name, type=c.type, units=c.units) for c in result.columns], rows=[],
+        columns=[QueryColumn(name=c.name, type=c.type, units=c.units, units_reason=c.units_reason)
+                 for c in result.columns], rows=[],
         returned=0, total_rows=result.total, truncated=False, truncated_by=None, seconds=round(result.seconds, 4),
         tables_read=[t.name for t in result.tables], citations=cites,
         source=Source(origin="local", endpoints=[]))
@@ -1017,9 +1020,6 @@ async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTables
         by = "limit"
         notes.append(f"Showing the first {keep} rows (limit {args.limit}) of "
                      + (f"{result.total}." if result.total is not None else "more (not counted)."))
-    if any(c.units is None for c in result.columns) and any(c.units for c in result.columns):
-        notes.append("units: from NEON's variables file for columns taken as they are (or renamed); derived "
-                     "columns (expressions, aggregates) have none.")
     out.rows, out.returned = rows, len(rows)
     out.truncated, out.truncated_by = by is not None, by
     out.notes = notes

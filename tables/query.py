@@ -40,7 +40,7 @@ import duckdb
 
 from eco_core.errors import EcoError
 from eco_core.memo import memos
-from tables import dataset, names
+from tables import dataset, names, units
 from tables.layout import POSITIONED
 
 # A dataset id as tables.dataset.dataset_id makes it: product.package.start.end.digest.
@@ -176,11 +176,11 @@ def _relations(folder: Path, record: dict[str, Any]) -> dict[str, Table]:
 # ------------------------------------------------------------------------------------ the SQL
 @dataclass
 class Checked:
-    """What the parser tells of an accepted query: the dataset's relations it names, and for the
-    units, each result column's source when it is a bare column (renamed or not)."""
+    """What the parser tells of an accepted query: the dataset's relations it names, and the
+    derivation of its result columns' units."""
 
     tables: list[Table]
-    units: dict[str, str | None]
+    units: units.Derivation
 
 
 def _quote(name: str) -> str:
@@ -306,73 +306,9 @@ def _position(sql: str, d: dict[str, Any]) -> dict[str, int]:
     return {"position": pos, **_line_col(sql, pos)}
 
 
-def _from_tables(ref: Any, ds: Dataset, out: dict[str, Table | None]) -> None:
-    """Alias -> relation of the FROM clause of one SELECT (None: a subquery, CTE or function)."""
-    if not isinstance(ref, dict):
-        return
-    typ = ref.get("type")
-    if typ == "JOIN":
-        _from_tables(ref.get("left"), ds, out)
-        _from_tables(ref.get("right"), ds, out)
-        return
-    alias = str(ref.get("alias") or "").lower()
-    if typ == "BASE_TABLE":
-        name = str(ref.get("table_name") or "").lower()
-        out[alias or name] = ds.tables.get(name)
-    elif typ != "EMPTY":
-        out[alias or f"#{len(out)}"] = None
-
-
-def _units(ds: Dataset, node: dict[str, Any]) -> dict[str, str | None]:
-    """Units of the result columns that are bare column references of the dataset's relations
-    (a plain rename included): every other column is derived and has none. Set operations,
-    DESCRIBE and the like have none."""
-    if node.get("type") != "SELECT_NODE":
-        return {}
-    from_: dict[str, Table | None] = {}
-    _from_tables(node.get("from_table"), ds, from_)
-    units: dict[str, str | None] = {}
-    derived: set[str] = set()
-
-    def put(name: str, value: str | None) -> None:
-        key = name.lower()
-        if key in units and units[key] != value:
-            derived.add(key)  # the same name with other units from two relations: say none
-        units[key] = value
-
-    def lookup(qualifier: str | None, column: str) -> tuple[bool, str | None]:
-        rels = [from_.get(qualifier.lower())] if qualifier else list(from_.values())
-        found = [r.columns[c] for r in rels if r is not None for c in r.columns if c.lower() == column.lower()]
-        if not found or (any(r is None for r in rels) and not qualifier):
-            return False, None
-        return (True, found[0]) if len(set(found)) == 1 else (False, None)
-
-    for item in node.get("select_list") or []:
-        cls = item.get("class")
-        alias = str(item.get("alias") or "")
-        if cls == "COLUMN_REF":
-            parts = [str(p) for p in item.get("column_names") or []]
-            if not parts:
-                continue
-            ok, value = lookup(parts[-2] if len(parts) > 1 else None, parts[-1])
-            name = alias or parts[-1]
-            if ok:
-                put(name, value)
-            else:
-                derived.add(name.lower())
-        elif cls == "STAR" and not item.get("columns") and item.get("expr") is None:
-            relation = str(item.get("relation_name") or "").lower()
-            rels = [from_.get(relation)] if relation else list(from_.values())
-            for r in rels:
-                if r is None:
-                    continue
-                for c, u in r.columns.items():
-                    put(c, u)
-            for rep in item.get("replace_list") or []:
-                derived.add(str(rep.get("alias") or rep.get("name") or "").lower())
-        else:
-            derived.add(alias.lower() if alias else f"#{len(derived)}")
-    return {k: v for k, v in units.items() if k not in derived}
+def _units(ds: Dataset, node: dict[str, Any]) -> units.Derivation:
+    """The unit of each result column, derived from the parsed query (tables.units)."""
+    return units.derive(node, {k: units.Source(t.columns, frozenset(t.timestamps)) for k, t in ds.tables.items()})
 
 
 def _bad_sql(sql: str, exc: BaseException, folder: Path) -> EcoError:
@@ -421,6 +357,7 @@ class Column:
     name: str
     type: str
     units: str | None
+    units_reason: str | None = None  # why units is None (tables.units)
 
 
 @dataclass
@@ -650,7 +587,8 @@ class QueryRun:
             if more:
                 total = self._count_rest(cur, len(rows), started)
             seconds = time.monotonic() - started
-            columns = [Column(d[0], _type_name(d[1]), checked.units.get(d[0].lower())) for d in description]
+            derived = checked.units.for_columns(d[0] for d in description)
+            columns = [Column(d[0], _type_name(d[1]), u.unit, u.reason) for d, u in zip(description, derived, strict=True)]
             out = [[plain(v) for v in r] for r in rows[: self.limit]]
             return Result(columns, out, more, total, seconds, checked.tables, ds)
         except duckdb.Error as exc:

@@ -154,21 +154,22 @@ def test_a_cartesian_join_is_stopped_by_the_memory_limit_and_the_process_lives_o
     assert run(folder, "SELECT count(*) AS n FROM ST_30_minute", limits=small).rows == [[5856]]
 
 
-def test_units_come_from_the_variables_file_for_bare_and_renamed_columns_only(soil):
+def test_units_are_derived_from_the_query_through_aggregates_and_ctes(soil):
     folder, _ = soil
     got = run(folder, "SELECT siteID, soilTempMean, soilTempMean AS t, s.soilTempMaximum, avg(soilTempMean) OVER () "
                       "AS soilTempMinimum, soilTempMean * 1.8 + 32 AS f FROM ST_30_minute s LIMIT 3")
     units = {c.name: c.units for c in got.columns}
     assert units == {"siteID": None, "soilTempMean": "celsius", "t": "celsius", "soilTempMaximum": "celsius",
-                     "soilTempMinimum": None, "f": None}
+                     "soilTempMinimum": "celsius", "f": None}
+    assert "no unit" in {c.name: c.units_reason for c in got.columns}["f"]
     star = run(folder, "SELECT * FROM sensor_positions")
     units = {c.name: c.units for c in star.columns}
     assert units["zOffset"] == "meter" and units["locationReferenceLatitude"] == "degrees"
     assert {c.name: c.type for c in star.columns}["positionStartDateTime"] == "timestamp"
-    agg = run(folder, "SELECT siteID, avg(soilTempMean) AS soilTempMean FROM ST_30_minute GROUP BY siteID")
-    assert [(c.name, c.units) for c in agg.columns] == [("siteID", None), ("soilTempMean", None)]
+    agg = run(folder, "SELECT siteID, avg(soilTempMean), count(*) FROM ST_30_minute GROUP BY siteID")
+    assert [c.units for c in agg.columns] == [None, "celsius", "number"]
     cte = run(folder, "WITH x AS (SELECT soilTempMean FROM ST_30_minute) SELECT soilTempMean FROM x LIMIT 1")
-    assert cte.columns[0].units is None  # conservative: not traced through a CTE
+    assert cte.columns[0].units == "celsius"
     assert [t.name for t in got.tables] == ["ST_30_minute"] and got.tables[0].releases == {"RELEASE-2026"}
 
 
