@@ -360,7 +360,8 @@ class StackTablesInput(ToolInput):
     end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     package: Package = "basic"
     release: str | None = Field(None, max_length=64, description="Default: latest per month.")
-    include_provisional: bool = True
+    include_provisional: bool = Field(False, description=(
+        "Also stack PROVISIONAL months (not in a release yet; the rows' release column tells them apart)."))
     tables: list[str] | None = Field(None, min_length=1, max_length=50, description=(
         "Only these (and sensor_positions, science_review_flags)."))
     max_bytes: int | None = Field(None, ge=1, description="Refuse a selection of more source bytes.")
@@ -556,8 +557,18 @@ class _Listed:
     """A selection listed and planned: caps, hosts and confinement checked, nothing fetched."""
 
     def __init__(self, query: Any, resolved: dict[str, Any], plan: Plan, wanted: list[str] | None,
-                 endpoint: str) -> None:
+                 endpoint: str, provisional_left: int = 0) -> None:
         self.query, self.resolved, self.plan, self.wanted, self.endpoint = query, resolved, plan, wanted, endpoint
+        self.provisional_left = provisional_left
+
+    def provisional_note(self) -> list[str]:
+        """What was left out by default: neonUtilities too stacks released data only unless asked."""
+        n = self.provisional_left
+        if not n:
+            return []
+        return [f"Left out {n} provisional site-month{'s' if n != 1 else ''} (not in a release yet, may change): "
+                "released data only by default; include_provisional=true stacks them too, told apart by each "
+                "row's release column."]
 
     @property
     def selection(self) -> dict[str, Any]:
@@ -574,11 +585,13 @@ async def _list_and_plan(args: StackTablesInput, call: CallContext, idx: Catalog
     wanted = sorted(set(args.tables)) if args.tables else None
     listing = await list_site_months(client, cfg, query)
     endpoint = LISTING_ENDPOINT if len(query.sites) == 1 and query.start == query.end else "POST /data/query"
+    left = len(_provisional_left(idx, query, listing))
     if not listing.files:
         raise EcoError("not_found", f"start_month: no data for {query.product} at {', '.join(query.sites)} from "
                        f"{query.start} to {query.end}" + ("" if query.include_provisional else " (released data)"),
-                       details={"field": "start_month"},
-                       hint="eco_get_availability tells which months each site has.")
+                       details={"field": "start_month", **({"provisionalSiteMonths": left} if left else {})},
+                       hint=f"{left} site-month(s) hold provisional data only: include_provisional=true stacks them."
+                       if left else "eco_get_availability tells which months each site has.")
     present = {f.table for f in listing.files if f.kind == "data" and f.table}
     if wanted:
         unknown = [t for t in wanted if t not in present and t not in (names.SENSOR_POSITIONS,
@@ -592,7 +605,23 @@ async def _list_and_plan(args: StackTablesInput, call: CallContext, idx: Catalog
     use = stack.needed((f.name for f in listing.files), set(wanted) if wanted else None)
     plan.items = _plan_items(idx, query.product, [f for f in listing.files if f.name in use], plan.base)
     check(plan, cfg, if_exists="skip", max_bytes=args.max_bytes, max_files=cfg.downloads.max_stack_files)
-    return _Listed(query, resolved, plan, wanted, endpoint)
+    return _Listed(query, resolved, plan, wanted, endpoint, left)
+
+
+def _provisional_left(idx: CatalogIndex, query: Any, listing: Any) -> set[tuple[str, str]]:
+    """The site-months left out for holding provisional data only (include_provisional false): as
+    the upstream answered, else as the availability catalog says (NEON's POST query omits them)."""
+    if query.include_provisional or query.release is not None:
+        return set()
+    entry = idx.by_code.get(query.product)
+    out = set(listing.provisional_only)
+    for site in query.sites:
+        cell = entry.cells.get(site) if entry is not None else None
+        for a, b in cell.by_release.get(PROVISIONAL, ()) if cell is not None else ():
+            out.update((site, months.month_from_index(k)) for k in range(a, b + 1)
+                       if query.start <= months.month_from_index(k) <= query.end
+                       and (site, months.month_from_index(k)) not in listing.site_months)
+    return out
 
 
 def _zero_totals(n: int, started: float) -> StackTotals:
@@ -630,7 +659,7 @@ async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTables
     folder = plan.confiner.directory(PurePosixPath(dataset.FOLDER, ds_id), "dataset folder")
     listed = await _list_and_plan(args, call, idx, plan, query, resolved)
     endpoint = listed.endpoint
-    notes: list[str] = []
+    notes: list[str] = listed.provisional_note()
     sources = [SourceFile(plan.root / i.rel, i.name, i.md5, i.release or PROVISIONAL) for i in plan.items]
     record = await asyncio.to_thread(dataset.load, folder)
     current = record is not None and await asyncio.to_thread(dataset.is_current, record, folder, sources)
@@ -707,8 +736,8 @@ def _selection_call(sel: dict[str, Any]) -> dict[str, Any]:
         out["package"] = sel["package"]
     if sel.get("release"):
         out["release"] = sel["release"]
-    if not sel.get("includeProvisional", True):
-        out["include_provisional"] = False
+    if sel.get("includeProvisional"):
+        out["include_provisional"] = True
     if sel.get("tables"):
         out["tables"] = sel["tables"]
     return out
@@ -786,7 +815,7 @@ async def _stack_on_server(args: StackTablesInput, call: CallContext) -> StackTa
     selection = listed.selection
     key = store.dataset_key(selection, [(i.name, i.md5, i.release or PROVISIONAL) for i in plan.items],
                             cfg.eco.base_url)
-    notes: list[str] = []
+    notes: list[str] = listed.provisional_note()
     row = await catalog_read(store.lookup, key)
     record = None
     if row is not None:
@@ -939,6 +968,48 @@ def _query_citations(result: query.Result) -> list[QueryCitation]:
                           tables=tabs) for rel, tabs in sorted(by_release.items())]
 
 
+async def _rows_read(call: CallContext, folder: Path, sql: str, result: query.Result
+                     ) -> tuple[list[QueryCitation], list[str]]:
+    """The citations of the releases of the rows the query read, and the quality-flag note: from
+    a follow-up of the query's FROM and WHERE through the same sandboxed engine (tables.lineage);
+    every table's releases, said so, where the query's shape does not tell."""
+    from tables import lineage, query
+
+    if not result.tables:
+        return [], []
+    follow = await asyncio.to_thread(lineage.plan, result.dataset, sql)
+    notes: list[str] = []
+    got: lineage.Lineage | None = None
+    if follow.sql is not None:
+        run = query.QueryRun(folder, follow.sql, 1, _query_limits(call))
+        try:
+            done = await asyncio.wrap_future(run.start())
+        except asyncio.CancelledError:
+            run.cancel()
+            raise
+        except EcoError as exc:
+            notes.append(f"Which releases the rows came from could not be read ({exc.code}): cited every release of "
+                         "the tables read.")
+        else:
+            got = follow.read(done.rows[0]) if done.rows else None
+    if got is not None and got.flagged:
+        flags = " or ".join(follow.flags)
+        notes.append(f"{got.flagged} of the {got.rows} rows read have {flags} set (they failed NEON's quality "
+                     f"assessment) and are in the aggregates of {', '.join(follow.fields)}: add WHERE "
+                     f"{' AND '.join(f'{f} = 0' for f in follow.flags)} to leave them out.")
+    if got is not None and got.releases is not None and follow.table is not None:
+        if not got.rows:
+            notes.append("The query read no rows: there is nothing to cite.")
+        known = {c.get("release"): c for c in result.dataset.record.get("citations") or []}
+        return [QueryCitation(release=rel, doi=(known.get(rel) or {}).get("doi"), text=(known.get(rel) or {}).get(
+            "text"), tables=[follow.table.name]) for rel in sorted(got.releases)], notes
+    cites = _query_citations(result)
+    if follow.undecidable:
+        notes.append(f"Which rows fed the answer is not decidable for a query with {follow.undecidable}: cited every "
+                     f"release of the tables read ({', '.join(c.release for c in cites)}).")
+    return cites, notes
+
+
 def _query_steps(args: QueryTablesInput, product: str, sites: list[str], cites: list[QueryCitation], returned: int,
                  truncated: bool) -> list[NextStep]:
     steps: list[NextStep] = []
@@ -999,7 +1070,7 @@ async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTables
     record = result.dataset.record
     sel = record.get("selection") or {}
     sites = list(sel.get("siteCodes") or [])
-    cites = _query_citations(result)
+    cites, read_notes = await _rows_read(call, folder, args.sql, result)
     out = QueryTablesOutput(
         dataset_id=result.dataset.id, product_code=record.get("product", ""),
         columns=[QueryColumn(name=c.name, type=c.type, units=c.units, units_reason=c.units_reason)
@@ -1022,7 +1093,7 @@ async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTables
                      + (f"{result.total}." if result.total is not None else "more (not counted)."))
     out.rows, out.returned = rows, len(rows)
     out.truncated, out.truncated_by = by is not None, by
-    out.notes = notes
+    out.notes = notes + read_notes
     out.next_steps = _query_steps(args, out.product_code, sites, cites, len(rows), by is not None)
     return out
 
@@ -1039,12 +1110,25 @@ def query_next_step(record: dict[str, Any]) -> NextStep | None:
         sensor = min(sensors, key=lambda t: t.get("rows") or 0)  # the coarsest averaging interval
         mean = next((c["name"] for c in sensor["columns"] if c["name"].endswith("Mean") and c["type"] == "double"), None)
         if mean and any(c["name"] == "startDateTime" for c in sensor["columns"]):
+            passed, said = _passed(sensor)
             sql = (f"SELECT siteID, verticalPosition, any_value(zOffset) AS zOffset, date_trunc('month', startDateTime) "
-                   f"AS month, avg({mean}) AS {mean}Monthly FROM {sensor['name']}{layout.POSITIONED} GROUP BY siteID, "
-                   "verticalPosition, month ORDER BY ALL")
+                   f"AS month, avg({mean}) AS {mean}Monthly FROM {sensor['name']}{layout.POSITIONED}{passed} GROUP BY "
+                   "siteID, verticalPosition, month ORDER BY ALL")
             return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"], "sql": sql},
-                            why="Monthly means by site and sensor height, with the citation of the data.")
+                            why=f"Monthly means by site and sensor height{said}, with the citation of the data.")
     first = data[0]
+    passed, said = _passed(first)
     return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"],
-                                                        "sql": f"SELECT * FROM {first['name']} LIMIT 10"},
-                    why="Ask the stacked tables in SQL (one SELECT), with the citation of the data.")
+                                                        "sql": f"SELECT * FROM {first['name']}{passed} LIMIT 10"},
+                    why=f"Ask the stacked tables in SQL (one SELECT){said}, with the citation of the data.")
+
+
+def _passed(table: dict[str, Any]) -> tuple[str, str]:
+    """The WHERE that leaves out rows NEON's quality assessment failed, and the words that say so:
+    every query the service suggests keeps only rows whose final quality flags are 0."""
+    from tables import quality
+
+    cond = quality.passed(c["name"] for c in table.get("columns") or [])
+    if cond is None:
+        return "", ""
+    return f" WHERE {cond}", f", flagged rows left out ({cond}: NEON's quality assessment passed)"
