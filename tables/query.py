@@ -40,7 +40,7 @@ import duckdb
 
 from eco_core.errors import EcoError
 from eco_core.memo import memos
-from tables import dataset, names, units
+from tables import dataset, names, side, units
 from tables.layout import POSITIONED
 
 # A dataset id as tables.dataset.dataset_id makes it: product.package.start.end.digest.
@@ -170,6 +170,7 @@ def _relations(folder: Path, record: dict[str, Any]) -> dict[str, Table]:
     if var and VARIABLES not in out:
         release = by_source.get(var.get("source"))
         out[VARIABLES] = Table(VARIABLES, None, {}, [], {release} if release else set(), "variables", (VARIABLES,))
+    out.update({k: v for k, v in side.relations(record, by_source).items() if k not in out})
     return out
 
 
@@ -508,10 +509,7 @@ def _connect(ds: Dataset, lim: Limits) -> duckdb.DuckDBPyConnection:
         for t in ds.tables.values():
             if t.layout == "positioned" and positions is not None:
                 con.execute(_positioned_view(t, positions))
-        if VARIABLES in ds.tables:
-            csv_path = str(folder / dataset.SIDE_FILES["variables"]).replace("'", "''")
-            con.execute(f"CREATE TABLE {VARIABLES} AS SELECT * FROM read_csv('{csv_path}', header = true, "
-                        "all_varchar = true, quote = '\"', escape = '\"')")
+        side.create(con, folder, ds.record)  # variables, validation, categoricalCodes, readme, issue_log
         con.execute("SET GLOBAL TimeZone = 'UTC'")
         con.execute("SET allowed_paths = ?", [files])
         con.execute("SET enable_external_access = false")

@@ -242,6 +242,10 @@ def needed(file_names: Iterable[str], wanted: set[str] | None = None) -> set[str
         found = [s for s in sources if s.parsed.kind == kind]
         if found:
             out.add(max(found, key=lambda s: (s.parsed.published, s.name)).name)
+    # Each site's newest readme too: the readme table has a row per site (tables.side).
+    for site in {s.parsed.site for s in sources if s.parsed.kind == "readme"}:
+        out.add(max((s for s in sources if s.parsed.kind == "readme" and s.parsed.site == site),
+                    key=lambda s: (s.parsed.published, s.name)).name)
     return out
 
 
