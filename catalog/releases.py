@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from catalog.checks import built
 from catalog.index import CatalogIndex, ReleaseEntry, get_index
 from eco_core.wire import WireModel
@@ -15,7 +17,8 @@ DOI_PREFIX = "https://doi.org/"
 class ReleaseInfo(WireModel):
     release: str
     generation_date: str | None
-    doi: str | None
+    doi: str | None = Field(description="Bare DOI (10.48443/...).")
+    doi_url: str | None = Field(None, description="The DOI as a link.")
     doi_generation_date: str | None
 
 
@@ -30,6 +33,12 @@ def list_releases(*, index: CatalogIndex | None = None) -> ReleaseList:
     idx = index or get_index()
     built(idx, "releases")
     return ReleaseList(list(idx.releases), max((r.tag for r in idx.releases), default=None))
+
+
+def doi_link(doi: str | None) -> str | None:
+    """A DOI as a link (https://doi.org/...), whichever form it came in."""
+    bare = bare_doi(doi)
+    return f"{DOI_PREFIX}{bare}" if bare else None
 
 
 def bare_doi(url: str | None) -> str | None:

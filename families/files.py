@@ -28,6 +28,7 @@ from eco_core.errors import EcoError
 from eco_core.paging import DefaultLimit
 from eco_core.wire import Envelope, NextStep, Page, Source, WireModel, page
 from families.call import CallContext
+from families.citations import cite_steps
 
 Detail = Literal["files", "site_months", "summary"]
 
@@ -178,7 +179,7 @@ def _steps(args: ListFilesInput, product: str, matching: list[FileRecord], pg: P
                 notes.append(f"No download is suggested: one site-month here is above one download's caps "
                              f"({caps.max_files_per_call} files, {caps.max_bytes_per_call} bytes, "
                              f"{caps.max_file_bytes} bytes a file); narrow with kind, table, hor, ver or name_contains.")
-        steps.append(NextStep(tool="eco_get_citation", arguments={"product": product}, why="How to cite the data."))
+        steps += cite_steps(product, {f.release for f in matching if f.release}, why="How to cite the data")
     if pg is not None and pg.next_offset is not None:
         more = args.model_dump(exclude_defaults=True)
         steps.append(NextStep(tool="eco_list_files", arguments={**more, "offset": pg.next_offset},

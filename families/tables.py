@@ -39,6 +39,7 @@ from catalog.citation_text import product_citation
 from catalog.index import CatalogIndex, ProductEntry
 from catalog.months import MONTH_PATTERN
 from catalog.outage import DATABASE_DOWN
+from catalog.releases import bare_doi, doi_link
 from catalog.resolve import PROVISIONAL, resolve_product, resolve_release, resolve_site
 from downloads import paths
 from downloads.files import FileRecord, list_site_months
@@ -79,13 +80,16 @@ class DescribeTablesInput(ToolInput):
     search: str | None = Field(None, min_length=1, max_length=200, description=(
         "Words in each listed field's name or description."))
     site_code: str | None = Field(None, max_length=200, description="Site whose newest month is listed.")
+    start_month: str | None = Field(None, pattern=MONTH_PATTERN, description="The window the stack step proposes.")
+    end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     limit: int = Field(100, ge=1, le=500)
     offset: int = Field(0, ge=0)
 
 
 class TableSummary(WireModel):
     name: str
-    type: str | None = Field(description="site-date, site-all or lab; null: no file in the month listed.")
+    type: str | None = Field(description="sensor, site-date, site-all or lab (as eco_stack_tables' layout); null: no "
+                                         "file in the month listed.")
     description: str | None
     fields: int = Field(description="In the package.")
     averaging_minutes: int | None
@@ -234,7 +238,7 @@ def _layouts(listing: um.DataListing, package: str) -> dict[str, tuple[str, int 
         if p.kind != "data" or p.table is None or p.layout is None:
             continue
         layouts, tmis, positions = seen.setdefault(p.table, (set(), set(), set()))
-        layouts.add("site-date" if p.layout == "sensor" else p.layout)
+        layouts.add(p.layout)
         if p.layout == "sensor":
             tmis.add(p.tmi or "")
             positions.add(f"{p.hor}.{p.ver}")
@@ -313,28 +317,41 @@ async def describe_tables(args: DescribeTablesInput, call: CallContext) -> Descr
         product_code=p.code, product_name=p.name, release=release, package=args.package,
         variables_file=held.file_name, variables_md5=held.md5 or None, listed_site=site, listed_month=month,
         tables=summaries, fields=[_field_out(f) for f in chunk], page=pg, resolved=resolved, notes=notes,
-        next_steps=_describe_steps(args, call, p.code, site, month, chosen, pg),
+        next_steps=_describe_steps(args, call, p.code, site, month, chosen, pg, summaries),
         source=Source(origin="upstream", endpoints=endpoints, api_base_url=cfg.eco.base_url))
 
 
 def _describe_steps(args: DescribeTablesInput, call: CallContext, product: str, site: str, month: str,
-                    chosen: list[str], pg: Page) -> list[NextStep]:
+                    chosen: list[str], pg: Page, summaries: list[TableSummary]) -> list[NextStep]:
     steps: list[NextStep] = []
     if pg.next_offset is not None:
         more = args.model_dump(exclude_defaults=True)
         steps.append(NextStep(tool="eco_describe_tables", arguments={**more, "offset": pg.next_offset},
                               why="The next page of fields."))
-    selection: dict[str, Any] = {"product": product, "site_codes": [site], "start_month": month}
+    # The window asked (else the month listed) and the tables asked: what the stack step stacks.
+    start = args.start_month or month
+    end = args.end_month or (start if args.start_month is None else None)
+    selection: dict[str, Any] = {"product": product, "site_codes": [site], "start_month": start}
+    if end is not None and end != start:
+        selection["end_month"] = end
+    span = f"{start} to {end}" if end is not None and end != start else start
     if args.package != "basic":
         selection["package"] = args.package
     if args.release is not None:
         selection["release"] = args.release
     stack_listed = "eco_stack_tables" in call.listed_tools if call.listed_tools else call.transport == "stdio"
     if stack_listed:
+        timed = [t for t in summaries if t.averaging_minutes]
+        if not args.tables and len({t.averaging_minutes for t in timed}) > 1:
+            coarsest = max(timed, key=lambda t: t.averaging_minutes or 0)
+            steps.append(NextStep(tool="eco_stack_tables", arguments={**selection, "tables": [coarsest.name]},
+                                  why=f"Stack {coarsest.name} at {site} for {span}: the coarsest averaging interval "
+                                      f"({coarsest.averaging_minutes} minutes), enough for daily or monthly means."))
         if args.tables:
             selection["tables"] = chosen
         steps.append(NextStep(tool="eco_stack_tables", arguments=selection,
-                              why=f"Stack these tables for {site} {month} (widen sites and months as needed)."))
+                              why=f"Stack {'these tables' if args.tables else 'every table'} at {site} for {span} "
+                                  "(widen sites and months as needed)."))
     else:
         steps.append(NextStep(tool="eco_list_files", arguments={**selection, "kind": "data"},
                               why=f"The data files these tables come from at {site} in {month}."))
@@ -389,7 +406,8 @@ class StackedTable(WireModel):
 
 class DatasetCitation(WireModel):
     release: str
-    doi: str | None
+    doi: str | None = Field(description="Bare DOI.")
+    doi_url: str | None = Field(None, description="The DOI as a link.")
     text: str | None
     bibtex: str | None
 
@@ -521,7 +539,8 @@ def _answer(record: dict[str, Any], folder: Path | None, rebuilt: set[str], tota
         package=record["package"], site_codes=sel["siteCodes"], start_month=sel["startMonth"],
         end_month=sel["endMonth"], releases=record["releases"], tables=tables,
         files={k: v["file"] for k, v in (record.get("files") or {}).items()},
-        citations=[DatasetCitation(**c) for c in record.get("citations") or []], totals=totals,
+        citations=[DatasetCitation(**{**c, "doi": bare_doi(c.get("doi")), "doi_url": doi_link(c.get("doi"))})
+                   for c in record.get("citations") or []], totals=totals,
         resolved=resolved, notes=[*notes, *record.get("notes", [])], next_steps=steps,
         source=Source(origin="upstream", endpoints=[endpoint], api_base_url=cfg.eco.base_url))
 
@@ -909,7 +928,8 @@ class QueryColumn(WireModel):
 
 class QueryCitation(WireModel):
     release: str
-    doi: str | None
+    doi: str | None = Field(description="Bare DOI.")
+    doi_url: str | None = Field(None, description="The DOI as a link.")
     text: str | None
     tables: list[str]
 
@@ -964,8 +984,13 @@ def _query_citations(result: query.Result) -> list[QueryCitation]:
         for rel in sorted(t.releases):
             by_release.setdefault(rel, []).append(t.name)
     known = {c.get("release"): c for c in result.dataset.record.get("citations") or []}
-    return [QueryCitation(release=rel, doi=(known.get(rel) or {}).get("doi"), text=(known.get(rel) or {}).get("text"),
-                          tables=tabs) for rel, tabs in sorted(by_release.items())]
+    return [_citation_of(known, rel, tabs) for rel, tabs in sorted(by_release.items())]
+
+
+def _citation_of(known: dict[Any, dict[str, Any]], release: str, tables: list[str]) -> QueryCitation:
+    c = known.get(release) or {}
+    return QueryCitation(release=release, doi=bare_doi(c.get("doi")), doi_url=doi_link(c.get("doi")),
+                         text=c.get("text"), tables=tables)
 
 
 async def _rows_read(call: CallContext, folder: Path, sql: str, result: query.Result
@@ -1001,8 +1026,7 @@ async def _rows_read(call: CallContext, folder: Path, sql: str, result: query.Re
         if not got.rows:
             notes.append("The query read no rows: there is nothing to cite.")
         known = {c.get("release"): c for c in result.dataset.record.get("citations") or []}
-        return [QueryCitation(release=rel, doi=(known.get(rel) or {}).get("doi"), text=(known.get(rel) or {}).get(
-            "text"), tables=[follow.table.name]) for rel in sorted(got.releases)], notes
+        return [_citation_of(known, rel, [follow.table.name]) for rel in sorted(got.releases)], notes
     cites = _query_citations(result)
     if follow.undecidable:
         notes.append(f"Which rows fed the answer is not decidable for a query with {follow.undecidable}: cited every "

@@ -21,3 +21,9 @@ def on_disk(path: Path, size: int | None) -> bool:
         return path.stat().st_size == size
     except OSError:
         return False
+
+
+def has_tables(code: str, publication_format_type: str) -> bool:
+    """Whether a product publishes tables a stack reads (CSV per site and month with a variables
+    file): NEON's level-1 products, not the airborne ones (images, point clouds)."""
+    return code.startswith("DP1.") and not any(k in publication_format_type for k in ("AOP", "AER"))
