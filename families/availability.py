@@ -223,7 +223,7 @@ def _steps(args: AvailabilityInput, mode: Mode, product_code: str | None, site_c
         last = max(rows, key=lambda r: r.last_month)
         month, product, site = last.last_month, last.product_code or product_code, last.site_code or site_code
         if prod is not None and product and site and has_tables(product, prod.publication_format_type):
-            steps += _table_steps(args, product, site, last)
+            steps += _table_steps(args, product, site, last, prod.cells.get(site))
         steps.append(NextStep(
             tool="eco_list_files",
             arguments={"product": product, "site_codes": [site], "start_month": month, "end_month": month},
@@ -241,10 +241,14 @@ def _steps(args: AvailabilityInput, mode: Mode, product_code: str | None, site_c
     return steps
 
 
-def _table_steps(args: AvailabilityInput, product: str, site: str, row: AvailabilityRow) -> list[NextStep]:
+def _table_steps(args: AvailabilityInput, product: str, site: str, row: AvailabilityRow,
+                 cell: IndexCell | None) -> list[NextStep]:
     """The tables path for the window shown: the one asked (within the row's months), else the
-    row's last twelve months."""
-    end = min(args.end_month or row.last_month, row.last_month)
+    row's last twelve months of released data (a stack reads released data unless asked)."""
+    released = [b for rel, spans in (cell.by_release.items() if cell else ()) if rel != PROVISIONAL for _, b in spans]
+    provisional = not released or args.provisional == "only"
+    last = row.last_month if provisional else months.month_from_index(max(released))
+    end = min(args.end_month or last, row.last_month)
     start = max(args.start_month or months.month_from_index(months.month_index(end) - 11), row.first_month)
     if start > end:
         return []
@@ -252,6 +256,10 @@ def _table_steps(args: AvailabilityInput, product: str, site: str, row: Availabi
     stack: dict[str, Any] = {"product": product, "site_codes": [site], **window}
     if args.release is not None:
         stack["release"] = args.release
+    elif provisional or (cell is not None and not any(
+            a <= months.month_index(end) and months.month_index(start) <= b
+            for rel, spans in cell.by_release.items() if rel != PROVISIONAL for a, b in spans)):
+        stack["include_provisional"] = True  # the window holds provisional data only
     return [
         NextStep(tool="eco_describe_tables", arguments={"product": product, "site_code": site, **window},
                  why=f"{product}'s tables, fields and units (needs a token); its stack step keeps this window."),

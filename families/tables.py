@@ -317,12 +317,21 @@ async def describe_tables(args: DescribeTablesInput, call: CallContext) -> Descr
         product_code=p.code, product_name=p.name, release=release, package=args.package,
         variables_file=held.file_name, variables_md5=held.md5 or None, listed_site=site, listed_month=month,
         tables=summaries, fields=[_field_out(f) for f in chunk], page=pg, resolved=resolved, notes=notes,
-        next_steps=_describe_steps(args, call, p.code, site, month, chosen, pg, summaries),
+        next_steps=_describe_steps(args, call, p, site, month, chosen, pg, summaries),
         source=Source(origin="upstream", endpoints=endpoints, api_base_url=cfg.eco.base_url))
 
 
-def _describe_steps(args: DescribeTablesInput, call: CallContext, product: str, site: str, month: str,
+def _released_in(p: ProductEntry, site: str, start: str, end: str) -> bool:
+    """Whether `site` has a month of released data from `start` to `end`."""
+    cell = p.cells.get(site)
+    a0, b0 = months.month_index(start), months.month_index(end)
+    return cell is not None and any(a <= b0 and a0 <= b for rel, spans in cell.by_release.items()
+                                    if rel != PROVISIONAL for a, b in spans)
+
+
+def _describe_steps(args: DescribeTablesInput, call: CallContext, p: ProductEntry, site: str, month: str,
                     chosen: list[str], pg: Page, summaries: list[TableSummary]) -> list[NextStep]:
+    product = p.code
     steps: list[NextStep] = []
     if pg.next_offset is not None:
         more = args.model_dump(exclude_defaults=True)
@@ -339,6 +348,8 @@ def _describe_steps(args: DescribeTablesInput, call: CallContext, product: str, 
         selection["package"] = args.package
     if args.release is not None:
         selection["release"] = args.release
+    elif not _released_in(p, site, start, end or start):
+        selection["include_provisional"] = True  # the window holds provisional data only
     stack_listed = "eco_stack_tables" in call.listed_tools if call.listed_tools else call.transport == "stdio"
     if stack_listed:
         timed = [t for t in summaries if t.averaging_minutes]
@@ -1136,15 +1147,20 @@ def query_next_step(record: dict[str, Any]) -> NextStep | None:
         if mean and any(c["name"] == "startDateTime" for c in sensor["columns"]):
             passed, said = _passed(sensor)
             sql = (f"SELECT siteID, verticalPosition, any_value(zOffset) AS zOffset, date_trunc('month', startDateTime) "
-                   f"AS month, avg({mean}) AS {mean}Monthly FROM {sensor['name']}{layout.POSITIONED}{passed} GROUP BY "
+                   f"AS month, avg({mean}) AS {mean}Monthly FROM {_ident(sensor['name'] + layout.POSITIONED)}{passed} GROUP BY "
                    "siteID, verticalPosition, month ORDER BY ALL")
             return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"], "sql": sql},
                             why=f"Monthly means by site and sensor height{said}, with the citation of the data.")
     first = data[0]
     passed, said = _passed(first)
     return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"],
-                                                        "sql": f"SELECT * FROM {first['name']}{passed} LIMIT 10"},
+                                                        "sql": f"SELECT * FROM {_ident(first['name'])}{passed} LIMIT 10"},
                     why=f"Ask the stacked tables in SQL (one SELECT){said}, with the citation of the data.")
+
+
+def _ident(name: str) -> str:
+    """A table name as SQL: quoted unless a plain identifier (2DWSD_30min starts with a digit)."""
+    return name if name.isidentifier() else '"' + name.replace('"', '""') + '"'
 
 
 def _passed(table: dict[str, Any]) -> tuple[str, str]:
