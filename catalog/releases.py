@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import Field
-
 from catalog.checks import built
 from catalog.index import CatalogIndex, ReleaseEntry, get_index
 from eco_core.wire import WireModel
@@ -17,8 +15,8 @@ DOI_PREFIX = "https://doi.org/"
 class ReleaseInfo(WireModel):
     release: str
     generation_date: str | None
-    doi: str | None = Field(description="Bare DOI (10.48443/...).")
-    doi_url: str | None = Field(None, description="The DOI as a link.")
+    doi: str | None
+    doi_url: str | None = None
     doi_generation_date: str | None
 
 

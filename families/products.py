@@ -366,8 +366,8 @@ class AvailabilitySummary(WireModel):
 class ProductUrls(WireModel):
     api: str
     portal: str
-    doi: str | None = Field(description="Latest release's DOI, bare.")
-    doi_url: str | None = Field(None, description="The same as a link.")
+    doi: str | None = Field(description="Latest release's DOI.")
+    doi_url: str | None = None
 
 
 class SpecInfo(WireModel):

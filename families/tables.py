@@ -80,7 +80,7 @@ class DescribeTablesInput(ToolInput):
     search: str | None = Field(None, min_length=1, max_length=200, description=(
         "Words in each listed field's name or description."))
     site_code: str | None = Field(None, max_length=200, description="Site whose newest month is listed.")
-    start_month: str | None = Field(None, pattern=MONTH_PATTERN, description="The window the stack step proposes.")
+    start_month: str | None = Field(None, pattern=MONTH_PATTERN, description="For the stack step.")
     end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     limit: int = Field(100, ge=1, le=500)
     offset: int = Field(0, ge=0)
@@ -88,8 +88,7 @@ class DescribeTablesInput(ToolInput):
 
 class TableSummary(WireModel):
     name: str
-    type: str | None = Field(description="sensor, site-date, site-all or lab (as eco_stack_tables' layout); null: no "
-                                         "file in the month listed.")
+    type: str | None = Field(description="sensor, site-date, site-all or lab; null: no file in the month listed.")
     description: str | None
     fields: int = Field(description="In the package.")
     averaging_minutes: int | None
@@ -388,8 +387,7 @@ class StackTablesInput(ToolInput):
     end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     package: Package = "basic"
     release: str | None = Field(None, max_length=64, description="Default: latest per month.")
-    include_provisional: bool = Field(False, description=(
-        "Also stack PROVISIONAL months (not in a release yet; the rows' release column tells them apart)."))
+    include_provisional: bool = Field(False, description="Also PROVISIONAL months (see the release column).")
     tables: list[str] | None = Field(None, min_length=1, max_length=50, description=(
         "Only these (and sensor_positions, science_review_flags)."))
     max_bytes: int | None = Field(None, ge=1, description="Refuse a selection of more source bytes.")
@@ -417,8 +415,8 @@ class StackedTable(WireModel):
 
 class DatasetCitation(WireModel):
     release: str
-    doi: str | None = Field(description="Bare DOI.")
-    doi_url: str | None = Field(None, description="The DOI as a link.")
+    doi: str | None
+    doi_url: str | None = None
     text: str | None
     bibtex: str | None
 
@@ -932,15 +930,14 @@ class QueryTablesInput(ToolInput):
 class QueryColumn(WireModel):
     name: str
     type: str
-    units: str | None = Field(description="Derived from the SQL (a column, its aggregates, sums of one unit; counts: "
-                                          "number).")
+    units: str | None = Field(description="Derived from the SQL.")
     units_reason: str | None = Field(None, description="Why units is null.")
 
 
 class QueryCitation(WireModel):
     release: str
-    doi: str | None = Field(description="Bare DOI.")
-    doi_url: str | None = Field(None, description="The DOI as a link.")
+    doi: str | None
+    doi_url: str | None = None
     text: str | None
     tables: list[str]
 
