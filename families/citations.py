@@ -178,20 +178,3 @@ def _bib(args: GetCitationInput, bib: str) -> str | None:
 def _with_license(notes: list[str]) -> list[str]:
     return [*notes, f"NEON data are licensed CC BY 4.0; see {DATA_POLICY_URL}."]
 
-
-def cite_steps(product: str, releases: set[str] | list[str], sites: list[str] | None = None,
-               why: str = "Cite the data") -> list[NextStep]:
-    """The eco_get_citation step for each release of the data a selection holds: its release kept
-    (a RELEASE-2024 selection cites RELEASE-2024), provisional data in the provisional form."""
-    steps = []
-    for rel in sorted(set(releases)) or ["latest"]:
-        args: dict[str, Any] = {"product": product}
-        if rel == resolve.PROVISIONAL:
-            args["provisional"] = True
-        elif rel != "latest":
-            args["release"] = rel
-        if sites:
-            args["site_codes"] = sites
-        steps.append(NextStep(tool="eco_get_citation", arguments=args,
-                              why=f"{why}: {rel if rel != 'latest' else 'the latest release'}."))
-    return steps

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from catalog.access import catalog_index
+from catalog.citation_text import cite_steps
 from catalog.index import CatalogIndex
 from catalog.months import MONTH_PATTERN
 from catalog.releases import bare_doi, doi_link
@@ -29,7 +30,6 @@ from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
 from eco_core.wire import Envelope, Source
 from families.call import CallContext
-from families.citations import cite_steps
 from upstream import models as um
 
 

@@ -17,6 +17,7 @@ from pydantic import Field
 from catalog.access import catalog_index
 from catalog.availability import Window
 from catalog.checks import bad
+from catalog.citation_text import cite_steps
 from catalog.index import CatalogIndex
 from catalog.months import MONTH_PATTERN, month_index
 from catalog.resolve import PROVISIONAL
@@ -28,7 +29,6 @@ from eco_core.errors import EcoError
 from eco_core.paging import DefaultLimit
 from eco_core.wire import Envelope, NextStep, Page, Source, WireModel, page
 from families.call import CallContext
-from families.citations import cite_steps
 
 Detail = Literal["files", "site_months", "summary"]
 

@@ -170,7 +170,8 @@ def _relations(folder: Path, record: dict[str, Any]) -> dict[str, Table]:
     if var and VARIABLES not in out:
         release = by_source.get(var.get("source"))
         out[VARIABLES] = Table(VARIABLES, None, {}, [], {release} if release else set(), "variables", (VARIABLES,))
-    out.update({k: v for k, v in side.relations(record, by_source).items() if k not in out})
+    out.update({k: Table(n, None, {}, [], rels, "side", (n,))
+                for k, (n, rels) in side.relations(record, by_source).items() if k not in out})
     return out
 
 

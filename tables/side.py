@@ -20,8 +20,6 @@ from tables.layout import POSITIONED
 if TYPE_CHECKING:
     import duckdb
 
-    from tables.query import Table
-
 # Name in a query -> the kind tables.dataset records it under (dataset.json's files).
 CSV_TABLES = {"validation": "validation", "categoricalCodes": "categorical_codes", "issue_log": "issue_log"}
 README = "readme"
@@ -46,20 +44,18 @@ POSITIONED_ADDED = {
 ADDED_BY = "appended by stackByTable"
 
 
-def relations(record: dict[str, Any], by_source: dict[str, Any]) -> dict[str, Table]:
-    from tables.query import Table
-
+def relations(record: dict[str, Any], by_source: dict[str, Any]) -> dict[str, tuple[str, set[str]]]:
+    """The side tables the dataset has: lower-case name -> (name, releases of their sources)."""
     files = record.get("files") or {}
-    out: dict[str, Table] = {}
+    out: dict[str, tuple[str, set[str]]] = {}
     for name, kind in CSV_TABLES.items():
         f = files.get(kind)
         if f:
             rel = by_source.get(f.get("source"))
-            out[name.lower()] = Table(name, None, {}, [], {rel} if rel else set(), "side", (name,))
+            out[name.lower()] = (name, {rel} if rel else set())
     readmes = [v for k, v in files.items() if k.startswith(dataset.READMES)]
     if readmes:
-        rels = {r for r in (by_source.get(v.get("source")) for v in readmes) if r}
-        out[README] = Table(README, None, {}, [], rels, "side", (README,))
+        out[README] = (README, {r for r in (by_source.get(v.get("source")) for v in readmes) if r})
     return out
 
 
