@@ -152,12 +152,12 @@ def _node(node: dict[str, Any], tables: dict[str, Relation], ctes: dict[str, Rel
             return None
         first = branches[0]
         assert first is not None
-        out = []
+        merged: list[tuple[str | None, Derived]] = []
         for i, (name, d) in enumerate(first):
             others = [b[i][1] for b in branches[1:] if b is not None and i < len(b)]
             same = all(o.unit == d.unit and o.time == d.time for o in others)
-            out.append((name, d if same else none("the branches of the set operation give it different units")))
-        return out
+            merged.append((name, d if same else none("the branches of the set operation give it different units")))
+        return merged
     if typ != "SELECT_NODE":
         return None
     scope: dict[str, Relation] = {}
@@ -223,7 +223,7 @@ def _star(item: dict[str, Any], scope: dict[str, Relation]) -> list[tuple[str | 
     return out
 
 
-def _args(e: dict[str, Any]) -> list[dict[str, Any]]:
+def _args(e: dict[str, Any]) -> list[Any]:
     if "arguments" in e:
         return [a.get("expression") if isinstance(a, dict) and "expression" in a else a for a in e["arguments"]]
     return list(e.get("children") or [])
