@@ -1013,7 +1013,9 @@ async def _rows_read(call: CallContext, folder: Path, sql: str, result: query.Re
     follow = await asyncio.to_thread(lineage.plan, result.dataset, sql)
     notes: list[str] = []
     got: lineage.Lineage | None = None
-    if follow.sql is not None:
+    # A table of one release needs no follow-up for its citation: every row read is of it.
+    single = follow.table is not None and len(follow.table.releases) <= 1
+    if follow.sql is not None and (follow.flags or not single):
         run = query.QueryRun(folder, follow.sql, 1, _query_limits(call))
         try:
             done = await asyncio.wrap_future(run.start())
