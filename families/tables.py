@@ -51,7 +51,7 @@ from eco_core.errors import EcoError
 from eco_core.paging import RowCap
 from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page
 from families.call import CallContext
-from tables import kept, layout, names
+from tables import kept, layout, names, quality
 from tables.layout import on_disk
 from tables.variables import FieldDef, column_type, parse, table_descriptions, tables_of
 from upstream import models as um
@@ -309,6 +309,11 @@ async def describe_tables(args: DescribeTablesInput, call: CallContext) -> Descr
     if any(s.positions for s in summaries):
         notes.append(f"positions are those with files at {site} in {month}; other sites have their own "
                      "(site_code).")
+    flagged = {t: quality.flags(f.name for f in in_package if f.table == t) for t in chosen}
+    if any(flagged.values()):
+        notes.append("Quality flags (1: the row failed NEON's quality assessment): " + "; ".join(
+            f"{t}: {', '.join(fl)}" for t, fl in flagged.items() if fl) + ". The SQL this service suggests keeps "
+            "rows where they are 0.")
     notes.append("Fetched the variables file from NEON and kept it." if fetched else
                  "Variables file from the catalog database (its MD5 is the one NEON lists now).")
     endpoints = [LISTING_ENDPOINT] + (["storage: variables file, readme"] if fetched else [])

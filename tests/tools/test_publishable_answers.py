@@ -287,6 +287,9 @@ async def test_the_tables_path_is_visible_from_instructions_prompt_availability_
     [stack] = steps(described, "eco_stack_tables")
     assert stack["arguments"] == {"product": SOIL, "site_codes": ["HARV"], **window, "tables": ["ST_30_minute"]}
     assert [t["type"] for t in described["tables"]] == ["sensor"]
+    # The quality flags, as the variables file names them (finalQFSciRvw is the expanded package's).
+    flags = sorted(f["name"] for f in described["fields"] if f["name"].endswith(("finalQF", "FinalQF")))
+    assert flags == ["finalQF"] and any(f"ST_30_minute: {', '.join(flags)}" in n for n in described["notes"])
 
 
 async def test_citation_steps_keep_the_selections_releases_and_dois_have_one_form(
