@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -164,18 +165,87 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
 
 
+ATTACKS = {
+    "len(range(30M))": "SELECT len(range(30000000)) AS n",
+    "len(range(200M))": "SELECT len(range(200000000)) AS n",
+    "repeat 2e9": "SELECT length(repeat('x', 2000000000)) AS n",
+    "300 KB x 5000": "SELECT repeat('x', 300000) AS s FROM range(5000)",
+    "300 KB x 50": "SELECT repeat('x', 300000) AS s FROM range(50)",
+    "cartesian": "SELECT a.startDateTime, list(b.soilTempMean) AS l FROM (FROM ST_1_minute LIMIT 100000) a, "
+                 "(FROM ST_1_minute LIMIT 100000) b GROUP BY ALL",
+}
+
+
+def status(pid: int) -> dict[str, int]:
+    out = {}
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) // 1024
+    except OSError:
+        pass
+    return out
+
+
+def _watch(stop: object, peak: dict[str, int]) -> None:
+    from tables import engine
+
+    while not stop.is_set():  # type: ignore[attr-defined]
+        for pid in engine.pools.current.pids() if engine.pools.current else []:
+            peak["w"] = max(peak["w"], status(pid).get("VmHWM", 0))
+        time.sleep(0.02)
+
+
+def attacks(folder: Path, limits: object, settings: object) -> None:
+    """Each attack through the engine pool, three of the first at once: this process's resident
+    memory before and after and its peak, and the workers' peak (polled every 20 ms)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from eco_core.errors import EcoError
+    from tables import engine
+
+    def one(sql: str) -> str:
+        try:
+            r = engine.run_query(folder, sql, 5000, limits, budget=45000, cpu_s=30, settings=settings)  # type: ignore[arg-type]
+            return f"{len(r.rows)} rows" + (" (cut)" if r.cut else "")
+        except EcoError as exc:
+            return f"{exc.code} {exc.details.get('setting') or exc.details.get('reason') or ''}"
+
+    me = os.getpid()
+    print(f"{'attack':18} {'answer':36} {'wall s':>7} {'RSS before':>11} {'after':>6} {'peak':>6} {'workers peak MB':>16}")
+    cases = [("3 x len(range(30M))", [ATTACKS["len(range(30M))"]] * 3), *((k, [v]) for k, v in ATTACKS.items())]
+    for name, sqls in cases:
+        before = status(me)
+        peak = {"w": 0}
+        stop = threading.Event()
+
+        watcher = threading.Thread(target=_watch, args=(stop, peak))
+        watcher.start()
+        t = time.perf_counter()
+        with ThreadPoolExecutor(len(sqls)) as ex:
+            answers = list(ex.map(one, sqls))
+        wall = time.perf_counter() - t
+        stop.set()
+        watcher.join()
+        after = status(me)
+        print(f"{name:18} {'; '.join(sorted(set(answers))):36} {wall:7.2f} {before['VmRSS']:11d} {after['VmRSS']:6d} "
+              f"{after['VmHWM']:6d} {peak['w']:16d}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--months", type=int, default=12)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-pandas", action="store_true", help="skip the pandas comparison")
     a = ap.parse_args()
-    import os
 
     import django
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eco_service.settings")
     django.setup()
-    from tables import query
+    from tables import engine, query
 
     with tempfile.TemporaryDirectory(prefix="eco-bench-query-") as tmp:
         root = Path(tmp)
@@ -183,39 +253,54 @@ def main() -> None:
         folder = build(root, a.months)
         print(f"stacked in {time.perf_counter() - t:.1f} s")
         folder = folder.rename(folder.with_name("soil-2024"))
-        limits = query.Limits(timeout_s=60, memory_mb=512, threads=a.threads)
+        limits = query.Limits(timeout_s=60, memory_mb=512, threads=a.threads, max_depth=100, engine_memory_mb=1024)
+        settings = engine.Settings(workers=2, memory_mb=1024)
 
-        def run(sql: str, limit: int = 100) -> query.Result:
-            return query.QueryRun(folder, sql, limit, limits).start().result()
+        def in_process(sql: str, limit: int = 100) -> query.Result:
+            return query.QueryRun(folder, sql, limit, limits, budget=45000).start().result()
+
+        def pooled(sql: str, limit: int = 100) -> query.Result:
+            return engine.run_query(folder, sql, limit, limits, budget=45000, cpu_s=30, settings=settings)
 
         t = time.perf_counter()
-        rows = run("SELECT count(*) FROM ST_1_minute").rows[0][0]
-        print(f"engine opened and first query in {(time.perf_counter() - t) * 1000:.0f} ms; {rows:,} rows")
-        hor = run("SELECT DISTINCT horizontalPosition FROM ST_1_minute").rows[0][0]
+        rows = pooled("SELECT count(*) FROM ST_1_minute").rows[0][0]
+        print(f"engine worker started, engine opened and first query in {(time.perf_counter() - t) * 1000:.0f} ms; "
+              f"{rows:,} rows")
+        hor = pooled("SELECT DISTINCT horizontalPosition FROM ST_1_minute").rows[0][0]
         cases = {"monthly": (MONTHLY, 100), "filter": (FILTER.format(hor=hor), 5000), "join": (JOIN, 100)}
-        eco: dict[str, tuple[float, float, float, float, int]] = {}
-        for name, (sql, limit) in cases.items():
-            run(sql, limit)
-            walls, cpus = [], []
-            for _ in range(a.runs):
-                t, c = time.perf_counter(), time.process_time()
-                got = run(sql, limit)
-                walls.append(time.perf_counter() - t)
-                cpus.append(time.process_time() - c)
-            eco[name] = (statistics.median(walls), p99(walls), statistics.median(cpus), p99(cpus), len(got.rows))
+        eco: dict[str, dict[str, tuple[float, float, float, float, int]]] = {}
+        for how, fn in (("worker", pooled), ("in-proc", in_process)):
+            for name, (sql, limit) in cases.items():
+                fn(sql, limit)
+                walls, cpus = [], []
+                for _ in range(a.runs):
+                    t, c = time.perf_counter(), time.process_time()
+                    got = fn(sql, limit)
+                    walls.append(time.perf_counter() - t)
+                    cpus.append(time.process_time() - c)
+                eco.setdefault(name, {})[how] = (statistics.median(walls), p99(walls), statistics.median(cpus),
+                                                 p99(cpus), len(got.rows))
         tool = asyncio.run(through_the_tool(root, folder.name, a.runs))
-        paths = stacked_csvs(folder, root / "stackedFiles")
-        total, steps = pandas_run(paths, hor)
-        print(f"{'query':8} {'p50 ms':>8} {'p99 ms':>8} {'cpu p50':>8} {'cpu p99':>8} {'rows':>6} {'pandas ms':>10} "
-              f"{'x (load incl.)':>15}")
-        for name, (w50, w99, c50, c99, n) in eco.items():
-            pd_ms = (steps["load"] + steps[name]) * 1000
-            print(f"{name:8} {w50 * 1000:8.1f} {w99 * 1000:8.1f} {c50 * 1000:8.1f} {c99 * 1000:8.1f} {n:6d} "
-                  f"{pd_ms:10.0f} {pd_ms / (w50 * 1000):15.0f}")
+        print("memory attacks (this process serves; MB):")
+        attacks(folder, query.Limits(timeout_s=20, memory_mb=512, threads=a.threads, max_depth=100,
+                                     engine_memory_mb=1024), settings)
+        steps: dict[str, float] = {}
+        if not a.no_pandas:
+            paths = stacked_csvs(folder, root / "stackedFiles")
+            total, steps = pandas_run(paths, hor)
+        print(f"{'query':8} {'how':8} {'p50 ms':>8} {'p99 ms':>8} {'cpu p50':>8} {'cpu p99':>8} {'rows':>6} "
+              f"{'pandas ms':>10} {'x (load incl.)':>15}")
+        for name, by in eco.items():
+            for how, (w50, w99, c50, c99, n) in by.items():
+                pd_ms = (steps["load"] + steps[name]) * 1000 if steps else float("nan")
+                print(f"{name:8} {how:8} {w50 * 1000:8.1f} {w99 * 1000:8.1f} {c50 * 1000:8.1f} {c99 * 1000:8.1f} "
+                      f"{n:6d} {pd_ms:10.0f} {pd_ms / (w50 * 1000):15.0f}")
         print(f"eco_query_tables through the gateway (monthly): p50 {tool[0] * 1000:.1f} ms, p99 {tool[1] * 1000:.1f} ms")
-        print(f"pandas: load {steps['load'] * 1000:.0f} ms, whole run {total * 1000:.0f} ms "
-              f"(monthly {steps['monthly'] * 1000:.0f}, filter {steps['filter'] * 1000:.0f}, "
-              f"join {steps['join'] * 1000:.0f})")
+        if steps:
+            print(f"pandas: load {steps['load'] * 1000:.0f} ms, whole run {total * 1000:.0f} ms "
+                  f"(monthly {steps['monthly'] * 1000:.0f}, filter {steps['filter'] * 1000:.0f}, "
+                  f"join {steps['join'] * 1000:.0f})")
+        engine.pools.close()
 
 
 if __name__ == "__main__":

@@ -260,16 +260,16 @@ class Pool:
                 if left <= 0:
                     raise _busy(self.settings, time.monotonic() - started)
                 self._cond.wait(left)
-        w = None
+        spawned: _Worker | None = None
         try:
-            w = _spawn(self.settings)
+            spawned = _spawn(self.settings)
         finally:
             with self._cond:
                 self._starting -= 1
-                if w is not None:
-                    self._all.append(w)
+                if spawned is not None:
+                    self._all.append(spawned)
                 self._cond.notify()
-        return w
+        return spawned
 
     def _release(self, w: _Worker, keep: bool) -> int | None:
         """Back to the idle ones, or (not `keep`, closed, dead) killed and forgotten: its status."""
