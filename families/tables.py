@@ -858,9 +858,9 @@ def _restartable(row: Any) -> bool:
 
 
 # -- eco_query_tables ---------------------------------------------------------------------------
-# Read-only SQL over one stacked dataset (tables/query.py runs it in a sandboxed DuckDB engine on
-# a thread of its own). The dataset id is eco_stack_tables' answer; tables.query.dataset_folder
-# is the one place it becomes a folder. Units come from the variables file (through the
+# Read-only SQL over one stacked dataset (tables/query.py's sandboxed DuckDB engine, run in an
+# engine worker process by tables/engine.py). The dataset id is eco_stack_tables' answer;
+# tables.query.dataset_folder is the one place it becomes a folder. Units come from the variables file (through the
 # dataset's record) for bare columns only; citations are those of the releases the query's
 # tables were stacked from.
 

@@ -1,19 +1,27 @@
 """Read-only SQL over one stacked dataset, in DuckDB, inside a sandbox.
 
     folder = dataset_folder(download_dir, dataset_id)     the one place an id becomes a folder
-    run = QueryRun(Dataset.open(folder), sql, limit, Limits(...))
+    run = QueryRun(Dataset.open(folder), sql, limit, Limits(...), budget=room)
     result = run.start().result()                         on a thread of its own; run.cancel() stops it
+
+A serving process never runs this itself: tables.engine hands each query to an engine worker
+process, which runs it here under operating-system limits; the serving process imports this module
+only for the dataset's record and relations (DuckDB and the stacker load in the worker).
 
 Each query gets a connection of its own (in memory, nothing shared between callers): every table
 of the dataset becomes a view over its Parquet file, the variables file a small table, and each
 sensor table a `<table>_positioned` view joined with sensor_positions. Then file access is
 switched off except for exactly those Parquet files, the configuration is locked, and the caller's
-SQL runs under a memory limit, a thread limit and a wall-time limit (a timer interrupts it).
+SQL runs under a memory limit, a thread limit, a nesting bound (the parser's max_expression_depth)
+and a wall-time limit (a timer interrupts it). Rows are fetched in batches and stop at the row
+limit or the byte budget, whichever comes first.
 
 Before it runs, the SQL is parsed by DuckDB itself: exactly one SELECT (or WITH, VALUES, FROM,
-DESCRIBE, SUMMARIZE) statement; every table it names must be one of the dataset's (or a CTE of the
-query); table functions other than range, generate_series and unnest, and functions that read the
-configuration or the catalog (which would show the server's paths), are refused by name.
+DESCRIBE, SUMMARIZE, SHOW TABLES) statement; every table it names must be one of the dataset's or a
+CTE in scope where it is named; the engine's catalog (its tables, views and schemas, and CTEs
+named like them) is refused however it is spelled; table functions other than range,
+generate_series and unnest, and functions that read the configuration or the catalog (which
+would show the server's paths or settings: every pg_catalog function among them), are refused.
 
 Times are exposed as TIMESTAMP in UTC (the Parquet files hold UTC instants): DuckDB's calendar
 functions on TIMESTAMP WITH TIME ZONE go through its time-zone library row by row, several times
