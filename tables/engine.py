@@ -228,6 +228,10 @@ def _died(code: int | None, limits: query.Limits, cpu_s: float) -> EcoError:
                     hint="Retry the call.", retryable=True)
 
 
+class _NotStarted(Exception):
+    """The worker ended before it took the query (killed while idle): another worker takes it."""
+
+
 class Pool:
     """Up to `settings.workers` engine workers, started when a query needs one."""
 
@@ -296,15 +300,14 @@ class Pool:
                 raise _busy(self.settings, limits.timeout_s)
             try:
                 w.send({**request, "timeout_s": left})
+                reply = self._await(w, left, limits, cpu_s, cancel)
                 break
-            except OSError:  # it died while idle: the query never started, so another takes it
+            except (OSError, _NotStarted):  # it died while idle: the query never ran, so another takes it
                 self._release(w, False)
-        try:
-            reply = self._await(w, left, limits, cpu_s, cancel)
-        except BaseException:
-            if w.proc.poll() is None and not w.killed:
-                self._release(w, False)
-            raise
+            except BaseException:
+                if w.proc.poll() is None and not w.killed:
+                    self._release(w, False)
+                raise
         if folder in w.warm:
             w.warm.remove(folder)
         w.warm = [*w.warm, folder][-WARM_MAX:]
@@ -324,7 +327,7 @@ class Pool:
     def _await(self, w: _Worker, left: float, limits: query.Limits, cpu_s: float,
                cancel: threading.Event | None) -> dict[str, Any]:
         hard = time.monotonic() + left + GRACE_S
-        cancelled = False
+        cancelled = started = False
         while True:
             step = hard - time.monotonic()
             if step <= 0:
@@ -333,7 +336,10 @@ class Pool:
                     raise concurrent.futures.CancelledError()
                 raise _time_error(limits)
             try:
-                return w.receive(min(step, POLL_S) if cancel is not None and not cancelled else step)
+                got = w.receive(min(step, POLL_S) if cancel is not None and not cancelled else step)
+                if "started" not in got:
+                    return got
+                started = True
             except TimeoutError:
                 if cancel is not None and cancel.is_set() and not cancelled:
                     cancelled = True
@@ -341,6 +347,8 @@ class Pool:
                     with contextlib.suppress(OSError):
                         w.send({"op": "cancel"})
             except EOFError:
+                if not started and not cancelled:
+                    raise _NotStarted() from None
                 code = self._release(w, False)
                 if cancelled:
                     raise concurrent.futures.CancelledError() from None
@@ -567,6 +575,7 @@ def serve(memory_mb: int) -> None:
             os._exit(0)
         if kind != "msg" or msg is None or msg.get("op") != "query":
             continue
+        _write_all(out, _frame({"started": True}))  # a worker gone before this never ran the query
         try:
             reply = _answer(msg, inbox, memory_mb)
             _trim()

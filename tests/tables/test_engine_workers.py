@@ -119,3 +119,15 @@ def test_no_path_of_the_server_leaves_a_worker(folder):
     # A value that holds the dataset's folder, however it got there, is not sent as it is.
     got = run(folder, f"SELECT '{folder.resolve()}/x' AS p")
     assert str(folder.resolve()) not in got.rows[0][0] and got.rows[0][0] == "<dataset>/x"
+
+
+def test_a_worker_killed_while_idle_is_replaced_without_the_caller_noticing(folder):
+    import signal
+
+    run(folder, "SELECT 1 AS warm")
+    (pid,) = engine.pools.current.pids()
+    os.kill(pid, signal.SIGKILL)
+    while Path(f"/proc/{pid}/status").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text():
+        time.sleep(0.01)
+    assert run(folder, "SELECT 5 AS five").rows == [[5]]
+    assert pid not in engine.pools.current.pids()
