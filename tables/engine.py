@@ -32,6 +32,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -432,10 +433,10 @@ def run_query(folder: Path, sql: str, limit: int, limits: query.Limits, *, budge
                "cpu_s": cpu_s}
     got = pools.get(settings).run(request, limits, cpu_s, cancel)
     ds = _dataset(folder)
-    tables = [t for t in (ds.tables.get(str(n).lower()) for n in got["tables"]) if t is not None]
-    columns = [query.Column(str(n), str(t), u) for n, t, u in got["columns"]]
-    return query.Result(columns, got["rows"], bool(got["more"]), got["total"], time.monotonic() - started, tables,
-                        ds, bool(got["byBytes"]), list(got["cut"]))
+    tables = [t for t in (ds.tables.get(str(n).lower()) for n in got.pop("tables")) if t is not None]
+    columns = [query.Column(**c) for c in got.pop("columns")]
+    got["seconds"] = time.monotonic() - started  # the call's, the hop to the worker included
+    return query.Result(columns=columns, tables=tables, dataset=ds, **got)
 
 
 def start(folder: Path, sql: str, limit: int, limits: query.Limits, *, budget: int | None, cpu_s: float,
@@ -537,9 +538,11 @@ def _answer(msg: dict[str, Any], inbox: queue.Queue[tuple[str, dict[str, Any] | 
             raise
         # A thread's stack is memory too: the limit was reached outside DuckDB's own accounting.
         return {"error": query.memory_error(limits, engine=True).to_dict()["error"], "retire": True}
-    return {"ok": {"columns": [[c.name, c.type, c.units] for c in r.columns], "rows": r.rows, "more": r.more,
-                   "total": r.total, "seconds": r.seconds, "tables": [t.name for t in r.tables],
-                   "byBytes": r.by_bytes, "cut": r.cut}}
+    # Every field of the result but the dataset itself (the serving process reads its record), so a
+    # field added to Result or Column travels without a change here; the tables read go by name.
+    fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r) if f.name not in ("dataset", "tables")}
+    fields["columns"] = [dataclasses.asdict(c) for c in r.columns]
+    return {"ok": {**fields, "tables": [t.name for t in r.tables]}}
 
 
 def _scrubbed(frame: bytes, folder: str) -> bytes:
