@@ -37,6 +37,7 @@ import json
 import math
 import os
 import queue
+import re
 import resource
 import select
 import signal
@@ -178,8 +179,14 @@ class _Worker:
                     f.close()
 
 
+# What a worker's environment never holds: it runs callers' SQL and needs no credential, database
+# or service of the server's.
+_ENV_DROPPED = ("ECO_", "DATABASE_URL", "REDIS_URL", "CELERY_", "DJANGO_", "AWS_", "SENTRY_")
+_ENV_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY\b|^KEY", re.I)
+
+
 def _spawn(settings: Settings) -> _Worker:
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_ENV_DROPPED) and not _ENV_SECRET.search(k)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CODE_ROOT), env.get("PYTHONPATH")) if p)
     proc = subprocess.Popen([sys.executable, "-m", "tables.engine", "--memory-mb", str(settings.memory_mb)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, env=env, close_fds=True,

@@ -131,3 +131,15 @@ def test_a_worker_killed_while_idle_is_replaced_without_the_caller_noticing(fold
         time.sleep(0.01)
     assert run(folder, "SELECT 5 AS five").rows == [[5]]
     assert pid not in engine.pools.current.pids()
+
+
+def test_a_worker_holds_no_credential_of_the_servers(folder, monkeypatch):
+    monkeypatch.setenv("ECO_TOKEN", "secret-token-of-the-server")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://user:pw@db/eco")
+    monkeypatch.setenv("SOME_API_KEY", "k")
+    engine.pools.close()  # a worker started from now on
+    run(folder, "SELECT 1 AS one")
+    (pid,) = engine.pools.current.pids()
+    env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    names = {e.split(b"=", 1)[0].decode() for e in env if e}
+    assert not names & {"ECO_TOKEN", "DATABASE_URL", "SOME_API_KEY"} and "PATH" in names
