@@ -62,7 +62,7 @@ MAX_FRAME = 16 << 20
 # Seconds a new worker has to import its engine and say it is ready.
 START_S = 60.0
 # Seconds past the query's wall-time limit before a worker that has not answered is killed.
-GRACE_S = 2.0
+GRACE_S = 1.0
 # Below this much time left once a worker is free, the query is not started (busy).
 MIN_RUN_S = 0.2
 # How often a waiting call looks whether its caller went away.

@@ -180,6 +180,8 @@ async def test_no_query_grows_the_server_and_each_attack_gets_its_answer(served,
         got = await own.call_tool("eco_query_tables", {"dataset_id": ds_id[:-1], "sql": "SELECT 1"})
         assert assert_error(got, "not_found")["details"]["didYouMean"] == [ds_id]  # its own only
 
+    # The server never ran SQL itself: DuckDB was never loaded into it.
+    assert "duckdb" not in Path(f"/proc/{proc.pid}/maps").read_text()
     assert after["VmRSS"] - before["VmRSS"] <= 100 * MB, (before, after)
     assert after["VmHWM"] - before["VmHWM"] <= 100 * MB, (before, after)
     store = str(tmp_path / "store")
@@ -200,9 +202,9 @@ async def test_a_worker_killed_mid_query_gives_a_retryable_answer_and_the_next_q
         while busy is None:  # the worker whose CPU time moves is the one running the query
             assert time.monotonic() < deadline and not long.done(), "no worker ran the query"
             ticks = {pid: _cpu_ticks(pid) for pid in _children(proc.pid)}
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.5)  # an idle worker uses no CPU at all; the busy one, what the machine gives it
             moved = {pid: _cpu_ticks(pid) - t for pid, t in ticks.items() if Path(f"/proc/{pid}").exists()}
-            busy = max(moved, key=lambda p: moved[p]) if moved and max(moved.values()) > 10 else None
+            busy = max(moved, key=lambda p: moved[p]) if moved and max(moved.values()) > 2 else None
         os.kill(busy, signal.SIGKILL)
         err = assert_error(await long, "upstream_unavailable")
         assert err["retryable"] is True and err["details"]["reason"] == "engine_stopped"
