@@ -177,15 +177,20 @@ ATTACKS = {
 
 
 def workers_cpu() -> float:
-    """CPU seconds the pool's workers have used (schedstat: ns on a CPU), summed."""
+    """CPU seconds the pool's workers have used (each thread's schedstat: ns on a CPU), summed."""
     from tables import engine
 
     total = 0
     for pid in engine.pools.current.pids() if engine.pools.current else []:
         try:
-            total += int(open(f"/proc/{pid}/schedstat").read().split()[0])
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
         except OSError:
-            pass
+            continue
+        for task in tasks:
+            try:
+                total += int((task / "schedstat").read_text().split()[0])
+            except OSError:
+                pass
     return total / 1e9
 
 

@@ -67,12 +67,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def served(tmp_path: Path, sim: Any, django_db_setup: Any, django_db_blocker: Any) -> Iterator[tuple[str, Any, str]]:
-    """The server process (its URL and Popen) with a ready dataset in its store, whose id it yields."""
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, sim: Any, django_db_setup: Any,
+           django_db_blocker: Any) -> Iterator[tuple[str, Any, str, Path]]:
+    """The server process (its URL and Popen) with a ready dataset in its store (its id, the
+    store): one for the module, as a deployment serves call after call."""
     require_postgres()
     from tables.models import Dataset
 
+    tmp_path = tmp_path_factory.mktemp("engine-http")
     store = tmp_path / "store"
     ds_id, record = stack_soil(tmp_path / "downloads", into=store)
     with django_db_blocker.unblock():
@@ -102,7 +105,7 @@ def served(tmp_path: Path, sim: Any, django_db_setup: Any, django_db_blocker: An
                 pass
             assert time.monotonic() < deadline, "the server did not come up"
             time.sleep(0.2)
-        yield f"{base}/mcp", proc, ds_id
+        yield f"{base}/mcp", proc, ds_id, store
     finally:
         proc.terminate()
         try:
@@ -115,8 +118,8 @@ def served(tmp_path: Path, sim: Any, django_db_setup: Any, django_db_blocker: An
             Dataset.objects.filter(dataset_id__in=[ds_id, OTHERS]).delete()
 
 
-async def test_no_query_grows_the_server_and_each_attack_gets_its_answer(served, tmp_path):
-    url, proc, ds_id = served
+async def test_no_query_grows_the_server_and_each_attack_gets_its_answer(served):
+    url, proc, ds_id, store = served
     texts: list[str] = []
     async with Client(url, mode="2026-07-28") as client:
 
@@ -184,15 +187,14 @@ async def test_no_query_grows_the_server_and_each_attack_gets_its_answer(served,
     assert "duckdb" not in Path(f"/proc/{proc.pid}/maps").read_text()
     assert after["VmRSS"] - before["VmRSS"] <= 100 * MB, (before, after)
     assert after["VmHWM"] - before["VmHWM"] <= 100 * MB, (before, after)
-    store = str(tmp_path / "store")
     for text in texts:
-        assert store not in text and "read_parquet" not in text and "allowed_paths" not in text.replace(
+        assert str(store) not in text and str(store.resolve()) not in text and "read_parquet" not in text and "allowed_paths" not in text.replace(
             "current_setting('allowed_paths')", "")
         assert "memory_limit" not in text and "internal_error" not in text
 
 
 async def test_a_worker_killed_mid_query_gives_a_retryable_answer_and_the_next_query_works(served):
-    url, proc, ds_id = served
+    url, proc, ds_id, _ = served
     async with Client(url, mode="2026-07-28") as client:
         assert not (await client.call_tool("eco_query_tables", {"dataset_id": ds_id, "sql": "SELECT 1 AS one"})).is_error
         long = asyncio.create_task(client.call_tool("eco_query_tables", {
