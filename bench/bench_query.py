@@ -1,7 +1,9 @@
 """Benchmark: eco_query_tables' engine (tables/query.py) on a stacked sensor table of over a million
-rows, against the same computations in pandas over neonutilities-style stacked CSVs.
+rows, through a warm engine worker process (tables/engine.py, as the tool runs it) and in process,
+against the same computations in pandas over neonutilities-style stacked CSVs; then issue 41's
+memory attacks through the engine pool, with this process's memory and the workers' peak.
 
-    .venv/bin/python bench/bench_query.py [--runs 50] [--months 12] [--threads 1]
+    .venv/bin/python bench/bench_query.py [--runs 50] [--months 12] [--threads 1] [--no-pandas]
 
 Data: the simulator's soil temperature (DP1.00041.001) at HARV, 1-minute table, two depths of one
 plot (one sensor moved mid-record, so it has two rows in sensor_positions), 2024-01..2024-12:
@@ -10,36 +12,54 @@ what eco_stack_tables runs) into Parquet, 1,054,080 rows. The pandas side reads 
 tables as the CSVs neonutilities' stack_by_table saves (one CSV per table, written here from the
 Parquet with pandas: same columns, ISO times), then computes.
 
-Queries, each through QueryRun (a thread, DuckDB's parser and the sandbox checks, the query, rows
-to JSON values, the rest of a truncated result counted), engine limits threads=1, 512 MB:
+Queries, each with the sandbox checks, the query, rows to JSON values within a 45,000-byte budget,
+the rest of a truncated result counted; engine limits threads=1, 512 MB; "worker": engine.run_query
+(the hop to a warm worker of a pool of 2 under RLIMIT_DATA 1024 MB, the answer back as JSON),
+"in-proc": QueryRun in this process; the two alternate run by run, so both meet the same load:
   monthly   SELECT siteID, horizontalPosition, verticalPosition, date_trunc('month', startDateTime),
             avg(soilTempMean), count(*) ... GROUP BY ALL ORDER BY ALL              (24 rows)
   filter    one position's rows of one week (startDateTime, soilTempMean, finalQF), limit 5000
+            (1,363 rows fit the byte budget)
   join      ST_1_minute_positioned (each row matched by site, HOR.VER and period to sensor_positions)
             WHERE heightRank = 1, mean by sensorLocationID and zOffset               (2 rows: moved)
+  hop       SELECT 1: what the worker adds
+CPU of "worker" is this process's plus the workers' (clock ticks, 10 ms steps).
 pandas, one run: read_csv of the two stacked CSVs (times parsed), then the same three results
 (the join: merge on site and position, keep rows inside the position's period, top by zOffset).
 
-Figures (2-core VM, load average 2.2-2.7 from other sessions, no test run of ours going; Python
-3.11.7, DuckDB 2.0.1, pandas 3.1.1; 50 runs after one warm-up; threads=1), two runs:
-  query     wall p50  wall p99  cpu p50  cpu p99  rows   pandas (load + step)  x (wall p50)
-  monthly     40.4      43.7     40.8     44.9    24       712 /  505 ms        18 / 13
-  filter      15.4      87.0     15.6     86.6    5000     585 /  475 ms        38 / 32
-  join        28.2      30.9     28.4     31.1    2       1753 / 1580 ms        62 / 56
-  (second run: monthly 40.1, filter 14.8, join 28.1 ms p50.)
-  eco_query_tables through the gateway's pipeline (monthly): p50 41.3 ms, p99 45.9 ms wall.
-  pandas: load of the two stacked CSVs 416-527 ms; whole run 1.7-2.0 s (monthly 89-185, filter
-  58, join 1164-1227 ms). The engine (views, variables table, locked settings) opened with the
-  first query in 41 ms and is kept while the dataset is unchanged; the stack itself took 1.4 s.
-Goals: p50 under 100 ms each on one core: met, in wall time as in CPU time (40, 15, 28 ms). At
-least 10x faster than pandas including its load: met for all three (13-18x, 32-38x, 56-62x).
-An earlier run on the same machine while ~7 other sessions' test suites ran (load 5-6.7) read wall
-p50 148-251 / 66-75 / 88-172 ms and CPU p50 76 / 34 / 58 ms on the same data: the calls waited
-for a core, and a core shared that way does less in each CPU second.
-The filter returns 5000 of the week's 10,080 rows (its limit) and counts the rest.
-Times are exposed as TIMESTAMP (UTC) by the views: with TIMESTAMP WITH TIME ZONE, DuckDB's
-date_trunc goes through ICU; in a separate profile on the same file the monthly aggregate took
-1.5-2.5x longer that way.
+Figures, issue 41 (2-core VM shared with five other sessions' test runs, load average 6.3-6.8;
+Python 3.11.7, DuckDB 2.0.1; 30 runs after one warm-up; threads=1):
+  query     how      wall p50  wall p99  cpu p50  cpu p99
+  monthly   worker     199.5     249.9     71.3     81.6
+            in-proc    183.3     262.1     65.5     72.5
+  filter    worker      45.3     109.0     31.5     42.2
+            in-proc     47.5     355.2     23.7    107.9
+  join      worker     134.2     178.5     50.9     61.3
+            in-proc    141.5     211.4     48.7     52.9
+  hop       worker       1.9      14.2      0.3     10.5
+            in-proc      1.3      15.0      1.3      2.5
+  eco_query_tables through the gateway's pipeline (monthly, worker): p50 208.5 ms, p99 268.6 ms.
+  Two earlier runs at the same load: worker/in-proc wall p50 monthly 297/274 and 394/414, filter
+  102/114 and 147/142, join 210/202 and 309/314 ms; hop 5.7/1.9 and 3.4/8.0 ms.
+The hop to a warm worker costs about 1-4 ms of wall time and under a millisecond of CPU; worker
+and in-process runs are level within the machine's noise. Goal p50 under 100 ms: met in CPU time
+(71, 32, 51 ms); in wall time only the filter at this load: the calls wait for a core (the same
+queries read 40/15/28 ms at load 2.2-2.7 before this change, see git history of this file, and
+148-251/66-75/88-172 ms at load 5-6.7 in process, as now). A worker's first query (start,
+imports, engine) took 1.2-2.7 s; later ones find it warm.
+
+Memory attacks (same runs; MB; this process is the serving side, its RSS 415-418 before):
+  attack                  answer                                   RSS after  peak   workers' peak
+  3 x len(range(30M))     1 row each                               +0         448    613-624
+  len(range(30M))         1 row                                    +0         448    600-609
+  len(range(200M))        query_too_large tables.engine_memory_mb  +0         448    130-137
+  length(repeat 2e9)      query_too_large tables.engine_memory_mb  +0         448    132-137
+  repeat 300 KB x 5000    query_too_large tables.engine_memory_mb  +0         448    724-734
+  repeat 300 KB x 50      1 row, its value cut to the budget       +0         448    148-163
+  cartesian (1e5 x 1e5)   query_too_large tables.query_memory_mb   +0         448    438-446
+(Before this change the serving process itself went from 297 MB to 2,146 MB on len(range(30M)),
+5.5 GB on three at once, past 9 GB on range(200M): issue 41's probe.) The peak 446-448 MB is the
+stacking and the in-process runs before the attacks; the attacks moved neither RSS nor peak.
 """
 
 from __future__ import annotations
@@ -177,21 +197,18 @@ ATTACKS = {
 
 
 def workers_cpu() -> float:
-    """CPU seconds the pool's workers have used (each thread's schedstat: ns on a CPU), summed."""
+    """CPU seconds the pool's workers have used, their ended threads' included (utime + stime of
+    /proc/<pid>/stat, in clock ticks)."""
     from tables import engine
 
     total = 0
     for pid in engine.pools.current.pids() if engine.pools.current else []:
         try:
-            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        for task in tasks:
-            try:
-                total += int((task / "schedstat").read_text().split()[0])
-            except OSError:
-                pass
-    return total / 1e9
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def status(pid: int) -> dict[str, int]:
@@ -288,7 +305,7 @@ def main() -> None:
         cases = {"monthly": (MONTHLY, 100), "filter": (FILTER.format(hor=hor), 5000), "join": (JOIN, 100)}
         eco: dict[str, dict[str, tuple[float, float, float, float, int]]] = {}
         # Worker and in-process runs alternate, so both meet the same load from the machine's other work;
-        # a worker's CPU is this process's plus the pool's workers' (their schedstat, in ns).
+        # a worker's CPU is this process's plus the pool's workers' (clock ticks: 10 ms steps).
         cases["hop"] = ("SELECT 1 AS one", 10)
         for name, (sql, limit) in cases.items():
             samples: dict[str, tuple[list[float], list[float]]] = {"worker": ([], []), "in-proc": ([], [])}
