@@ -237,9 +237,14 @@ _PATH = re.compile(r"(?<![\w.)\]])/(?:[^\s/'\"]+/)+[^\s/'\"]*")
 
 def _engine_message(exc: BaseException, folder: Path) -> str:
     """DuckDB's message without its quoted query lines, and never with a path of the server's."""
-    text = str(exc).split("\n\nLINE ")[0].strip()
+    text = str(exc).split("\n\nLINE ")[0].split("\nPossible solutions")[0].strip()
     text = text.replace(str(folder.resolve()), "<dataset>").replace(str(folder), "<dataset>")
+    # DuckDB's advice to change a setting names the engine's settings, which callers cannot change.
+    text = _SETTING_ADVICE.sub("", text).strip()
     return _PATH.sub("<path>", text)
+
+
+_SETTING_ADVICE = re.compile(r"[^.\n]*\b(?:SET|RESET|PRAGMA) [a-z_]+[^.\n]*\.?", re.I)
 
 
 def statements(con: duckdb.DuckDBPyConnection, sql: str, folder: Path, max_depth: int = 0) -> dict[str, Any]:

@@ -342,3 +342,6 @@ def test_an_engine_message_never_carries_a_path():
                                 Path("/elsewhere"))
     assert "/srv" not in err and "<path>" in err
     assert query._engine_message(RuntimeError("Binder Error: a / b and 1/2"), Path("/x")).endswith("a / b and 1/2")
+    advice = query._engine_message(RuntimeError('Error: too deep. Use "SET max_expression_depth TO x" to raise it.\n\n'
+                                                "Possible solutions:\n* (SET memory_limit='...GB')"), Path("/x"))
+    assert advice == "Error: too deep." and "memory_limit" not in advice
