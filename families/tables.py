@@ -589,7 +589,8 @@ async def _list_and_plan(args: StackTablesInput, call: CallContext, idx: Catalog
     if not any(f.kind == "variables" for f in listing.files):
         raise EcoError("not_found", f"product: {query.product} has no variables file in this selection: nothing "
                        "to stack (no data, or not a tabular product)", details={"field": "product"})
-    use = stack.needed((f.name for f in listing.files), set(wanted) if wanted else None)
+    use = stack.needed((f.name for f in listing.files), set(wanted) if wanted else None,
+                       {f.name: f.md5 for f in listing.files})
     plan.items = _plan_items(idx, query.product, [f for f in listing.files if f.name in use], plan.base)
     check(plan, cfg, if_exists="skip", max_bytes=args.max_bytes, max_files=cfg.downloads.max_stack_files)
     return _Listed(query, resolved, plan, wanted, endpoint)
