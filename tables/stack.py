@@ -273,8 +273,8 @@ def needed(file_names: Iterable[str], wanted: set[str] | None = None,
         found = [s for s in sources if s.parsed.kind == kind]
         if found:
             out.add(max(found, key=lambda s: (s.parsed.published, s.name)).name)
-    if md5s:
-        out |= {s.name for s in distinct_variables(sources)}
+    if md5s:  # a file the listing gives no MD5 for cannot be told apart: only the newest is fetched
+        out |= {s.name for s in distinct_variables(s for s in sources if s.md5)}
     return out
 
 

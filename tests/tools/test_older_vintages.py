@@ -9,7 +9,12 @@ names, no periods). One dataset of the three sites: every row of the positioned 
 height its own site's file gives it, the oldest form's positions taking one period each; the
 suggested SQL groups by each position's period and runs. WOOD's file is an error page saved under
 its name: that dataset has no sensor_positions and no positioned view, says so, and its data table
-still answers (never internal_error)."""
+still answers (never internal_error).
+
+Two vintages of the variables file through the tool (issue 40 item 4): HARV's July 2025 published
+when `finalQFSciRvw` was basic (and with a field only July's variables file lists), August's
+variables file the newest: the stack fetches both variables files (their MD5s differ), keeps both
+columns with July's values, and says which months carry them."""
 
 from __future__ import annotations
 
@@ -180,3 +185,80 @@ def test_the_fixture_forms_are_neons_published_headers(sim: Any) -> None:
     assert oldest[0] == ("HOR.VER,xOffset,yOffset,zOffset,pitch,roll,azimuth,referenceLatitude,referenceLongitude,"
                          "referenceElevation")
     assert len(oldest) - 1 == len({line.split(",")[0] for line in oldest[1:]})  # one row per position
+
+
+MOVED, LEGACY = "finalQFSciRvw", "soilTempLegacyQF"
+LEGACY_ROW = ["ST_30_minute", LEGACY, "Quality flag of an earlier processing, 1=fail, 0=pass", "integer", "NA",
+              "basic", "integer", "N", ""]
+
+
+def _with_legacy(body: bytes, row: list[str] | None) -> bytes:
+    """A CSV with one more column (LEGACY, values 0/1 by row) or, for a variables file, one more row."""
+    rows = list(csv.reader(io.StringIO(body.decode())))
+    if row is not None:
+        rows.append(row)
+    else:
+        rows = [[*rows[0], LEGACY], *([*r, str(i % 2)] for i, r in enumerate(rows[1:]))]
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    return buf.getvalue().encode()
+
+
+@pytest.fixture
+def july_as_published_then(sim: Any) -> Iterator[dict[str, bytes]]:
+    files = sim.state.files
+    site, ym = "HARV", "2025-07"
+    order = [f.name for f in files.table(SOIL, "ST_30_minute").fields]
+    expanded = {s.name: s for s in files.package_files(SOIL, site, ym, "expanded", "PROVISIONAL")}
+    out = {}
+    for spec in files.package_files(SOIL, site, ym, "basic", "PROVISIONAL"):
+        if spec.kind == "data" and spec.table == "ST_30_minute":
+            exp = expanded[spec.name.replace(".basic.", ".expanded.")]
+            body = vintages.earlier_basic(files.content(spec), files.content(exp), (MOVED,), order)
+            out[spec.name] = _with_legacy(body, None)
+        elif spec.kind == "variables":
+            body = vintages.variables_with_basic(files.content(spec), "ST_30_minute", (MOVED,))
+            out[spec.name] = _with_legacy(body, LEGACY_ROW)
+    for name, body in out.items():
+        files.republish(name, body)
+    yield out
+    for name in out:
+        files.republish(name, None)
+
+
+async def test_a_field_only_older_months_carry_is_kept_through_the_sdk(stdio_env, sim, tmp_path,  # noqa: F811
+                                                                       july_as_published_then):
+    july = {n: b for n, b in july_as_published_then.items() if ".ST_30_minute." in n}
+    expected = {}
+    for name, body in july.items():
+        rows = list(csv.DictReader(io.StringIO(body.decode())))
+        ver = name.split(".")[7]
+        expected.update({(ver, r["startDateTime"]): (int(r[MOVED]), int(r[LEGACY])) for r in rows})
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    async with Client(sim_stdio(stdio_env, sim, sim.issue_token(), downloads), mode="2026-07-28") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        stacked = await _call(client, tools, "eco_stack_tables", {
+            "product": SOIL, "site_codes": ["HARV"], "start_month": "2025-07", "end_month": "2025-08",
+            "tables": ["ST_30_minute"]})
+        st = next(t for t in stacked["tables"] if t["name"] == "ST_30_minute")
+        cols = {c["name"]: c for c in st["columns"]}
+        assert cols[MOVED]["type"] == cols[LEGACY]["type"] == "int64"
+        assert "rangePassQM" not in cols  # only ever in the expanded package
+        notes = stacked["notes"]
+        assert any(MOVED in n and "(2025-07)" in n and "expanded package" in n for n in notes), notes
+        assert any(LEGACY in n and "(2025-07)" in n for n in notes), notes
+        # July's values at the right rows (a sum weighted by each row's time), August's rows empty
+        got = await _call(client, tools, "eco_query_tables", {"dataset_id": stacked["datasetId"], "sql": (
+            f"SELECT verticalPosition, strftime(startDateTime, '%Y-%m') AS month, count(*) AS n, count({MOVED}), "
+            f"count({LEGACY}), sum({MOVED} * epoch(startDateTime)), sum({LEGACY} * epoch(startDateTime)) "
+            "FROM ST_30_minute GROUP BY ALL ORDER BY ALL")})
+        want = []
+        for ver in sorted({v for v, _ in expected}):
+            mine = {t: v for (x, t), v in expected.items() if x == ver}
+            epoch = {t: datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp() for t in mine}
+            want.append([ver, "2025-07", len(mine), len(mine), len(mine), sum(v[0] * epoch[t] for t, v in mine.items()),
+                         sum(v[1] * epoch[t] for t, v in mine.items())])
+            want.append([ver, "2025-08", 31 * 48, 0, 0, None, None])
+        assert got["rows"] == want
+        assert want[0][2] == 31 * 48 and want[0][6] > 0
