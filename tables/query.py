@@ -602,8 +602,8 @@ def _connect(ds: Dataset, lim: Limits) -> duckdb.DuckDBPyConnection:
                     _made(con, _positioned_view(t, positions), ds, key)
         if VARIABLES in ds.tables:
             csv_path = str(folder / dataset.SIDE_FILES["variables"]).replace("'", "''")
-            con.execute(f"CREATE TABLE {VARIABLES} AS SELECT * FROM read_csv('{csv_path}', header = true, "
-                        "all_varchar = true, quote = '\"', escape = '\"')")
+            _made(con, f"CREATE TABLE {VARIABLES} AS SELECT * FROM read_csv('{csv_path}', header = true, "
+                  "all_varchar = true, quote = '\"', escape = '\"')", ds, VARIABLES)
         con.execute("SET GLOBAL TimeZone = 'UTC'")
         con.execute("SET allowed_paths = ?", [files])
         con.execute("SET enable_external_access = false")
@@ -615,7 +615,7 @@ def _connect(ds: Dataset, lim: Limits) -> duckdb.DuckDBPyConnection:
 
 
 def _made(con: duckdb.DuckDBPyConnection, ddl: str, ds: Dataset, key: str) -> bool:
-    """Runs one view's DDL; on failure the relation is dropped from the dataset (logged)."""
+    """Runs one relation's DDL; on failure the relation is dropped from the dataset (logged)."""
     try:
         con.execute(ddl)
     except duckdb.Error as exc:

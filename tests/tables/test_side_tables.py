@@ -2,7 +2,8 @@
 2017-2018 sensor_positions file with a variables file that does not describe sensor_positions (as
 the variables files of those years did not: the table was read by its first file's header, and
 the positioned view named columns it did not have), and a sensor_positions Parquet file damaged
-after stacking. Every other table answers either way; the broken relation is left out."""
+after stacking (and its variables file gone). Every other table answers either way; the broken
+relations are left out."""
 
 from __future__ import annotations
 
@@ -79,9 +80,10 @@ def test_a_damaged_positions_file_leaves_the_data_tables_answering(tmp_path):
     folder, _ = _stack(tmp_path, oldest_form=False)
     path = folder / "sensor_positions.parquet"
     path.write_bytes(b"\0" * path.stat().st_size)  # damaged in place, dataset.json unchanged
+    (folder / "variables.csv").unlink()  # and the variables file gone
     n = pq.read_metadata(folder / "ST_30_minute.parquet").num_rows
     assert run(folder, "SELECT count(*) AS n FROM ST_30_minute").rows == [[n]]
-    for name in ("ST_30_minute_positioned", "sensor_positions"):
+    for name in ("ST_30_minute_positioned", "sensor_positions", "variables"):
         with pytest.raises(EcoError) as got:
             run(folder, f"SELECT * FROM {name}")
         assert got.value.code == "not_found" and "ST_30_minute" in got.value.message
