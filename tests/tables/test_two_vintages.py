@@ -127,3 +127,18 @@ def test_every_other_column_equals_neonutilities_over_the_same_files(stacked):
     mine = pq.read_table(out / "ST_30_minute.parquet").to_pandas()
     assert MOVED not in theirs.columns and LEGACY not in theirs.columns  # neonutilities 2.0 drops them
     assert_same_table(mine.drop(columns=[MOVED, LEGACY]), theirs, "ST_30_minute")
+
+
+def test_a_stack_fetches_the_newest_variables_file_of_each_content_only():
+    from tables.stack import needed
+
+    def var(site: str, gt: str) -> str:
+        return f"NEON.D01.{site}.{SOIL}.variables.{gt}.csv"
+
+    names = [var("HARV", "20250824T064757Z"), var("HARV", "20250912T125802Z"), var("CPER", "20250911T013832Z"),
+             var("CPER", "20250701T000000Z")]
+    md5s = {names[0]: "old", names[1]: "new", names[2]: "new", names[3]: "old"}
+    got = {n for n in needed(names, None, md5s) if ".variables." in n}
+    assert got == {names[1], names[0]}  # the newest of each content: 2025-09-12 ("new"), 2025-08-24 ("old")
+    assert {n for n in needed(names) if ".variables." in n} == {names[1]}  # without MD5s: the newest alone
+    assert {n for n in needed(names, None, dict.fromkeys(names)) if ".variables." in n} == {names[1]}
