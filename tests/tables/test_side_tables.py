@@ -87,3 +87,19 @@ def test_a_damaged_positions_file_leaves_the_data_tables_answering(tmp_path):
         with pytest.raises(EcoError) as got:
             run(folder, f"SELECT * FROM {name}")
         assert got.value.code == "not_found" and "ST_30_minute" in got.value.message
+
+
+def test_one_sites_unreadable_positions_file_leaves_the_other_sites_positioned(tmp_path):
+    sources = write_packages(files_for(1), SOIL, [SITE, "CPER"], MONTH, MONTH, tmp_path / "src", keep="ST_30_minute")
+    [broken] = [s for s in sources if ".sensor_positions." in s.name and ".CPER." in s.name]
+    broken.path.write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")  # not text at all
+    folder = tmp_path / "datasets" / "two"
+    built = dataset.build(folder, dataset.table_sources(sources), root=tmp_path, product=SOIL, package="basic",
+                          wanted=None, selection={}, citations=[], issue_log=None)
+    assert any(broken.name in n and "left out 1 of its 2 files" in n for n in built.record["notes"]), built.record
+    assert set(pq.read_table(folder / "sensor_positions.parquet").column("siteID").to_pylist()) == {SITE}
+    got = run(folder, "SELECT siteID, count(*), count(zOffset) FROM ST_30_minute_positioned GROUP BY 1 ORDER BY 1")
+    n: dict[str, int] = {}
+    for site in ("CPER", SITE):
+        n[site] = run(folder, f"SELECT count(*) FROM ST_30_minute WHERE siteID = '{site}'").rows[0][0]
+    assert got.rows == [["CPER", n["CPER"], 0], [SITE, n[SITE], n[SITE]]] and n["CPER"] > 0
