@@ -591,7 +591,8 @@ async def _list_and_plan(args: StackTablesInput, call: CallContext, idx: Catalog
     if not any(f.kind == "variables" for f in listing.files):
         raise EcoError("not_found", f"product: {query.product} has no variables file in this selection: nothing "
                        "to stack (no data, or not a tabular product)", details={"field": "product"})
-    use = stack.needed((f.name for f in listing.files), set(wanted) if wanted else None)
+    use = stack.needed((f.name for f in listing.files), set(wanted) if wanted else None,
+                       {f.name: f.md5 for f in listing.files})
     plan.items = _plan_items(idx, query.product, [f for f in listing.files if f.name in use], plan.base)
     check(plan, cfg, if_exists="skip", max_bytes=args.max_bytes, max_files=cfg.downloads.max_stack_files)
     return _Listed(query, resolved, plan, wanted, endpoint)
@@ -1084,15 +1085,27 @@ def query_next_step(record: dict[str, Any]) -> NextStep | None:
     if not data:
         return None
     sensors = [t for t in data if t.get("layout") == "sensor"]
+    # The positioned views exist only beside a sensor_positions table with positions to join.
+    spos = {c["name"] for c in (tables.get(names.SENSOR_POSITIONS) or {}).get("columns") or []}
+    positioned = {"siteID", "HOR.VER", "zOffset"} <= spos
     if sensors:
         sensor = min(sensors, key=lambda t: t.get("rows") or 0)  # the coarsest averaging interval
         mean = next((c["name"] for c in sensor["columns"] if c["name"].endswith("Mean") and c["type"] == "double"), None)
-        if mean and any(c["name"] == "startDateTime" for c in sensor["columns"]):
-            sql = (f"SELECT siteID, verticalPosition, any_value(zOffset) AS zOffset, date_trunc('month', startDateTime) "
+        if mean and any(c["name"] == "startDateTime" for c in sensor["columns"]) and positioned:
+            # One row per position period: a sensor that moved within a month gives a row for each
+            # of its heights, never one height for the month.
+            sql = (f"SELECT siteID, verticalPosition, zOffset, positionStartDateTime, date_trunc('month', startDateTime) "
                    f"AS month, avg({mean}) AS {mean}Monthly FROM {sensor['name']}{layout.POSITIONED} GROUP BY siteID, "
-                   "verticalPosition, month ORDER BY ALL")
+                   "verticalPosition, zOffset, positionStartDateTime, month ORDER BY ALL")
             return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"], "sql": sql},
-                            why="Monthly means by site and sensor height, with the citation of the data.")
+                            why="Monthly means by site and sensor height (each period a sensor spent at a height), "
+                                "with the citation of the data.")
+        if mean and any(c["name"] == "startDateTime" for c in sensor["columns"]):
+            sql = (f"SELECT siteID, horizontalPosition, verticalPosition, date_trunc('month', startDateTime) AS month, "
+                   f"avg({mean}) AS {mean}Monthly FROM {sensor['name']} GROUP BY ALL ORDER BY ALL")
+            return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"], "sql": sql},
+                            why="Monthly means by site and sensor position (no sensor_positions table to give "
+                                "heights), with the citation of the data.")
     first = data[0]
     return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"],
                                                         "sql": f"SELECT * FROM {first['name']} LIMIT 10"},

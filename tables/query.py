@@ -35,6 +35,7 @@ import datetime as dt
 import decimal
 import functools
 import json
+import logging
 import math
 import re
 import threading
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     # never in a serving process, which reads only the dataset's record here.
     import duckdb
 
+log = logging.getLogger("eco.tables")
 # A dataset id as tables.dataset.dataset_id makes it: product.package.start.end.digest.
 DATASET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 VARIABLES = "variables"
@@ -632,22 +634,44 @@ def _timestamp_view(name: str, path: Path, timestamps: list[str]) -> str:
     return f"CREATE VIEW {_quote(name)} AS SELECT * REPLACE ({replace}) FROM {source}"
 
 
+def _position_value(positions: Table, name: str, typ: str) -> str:
+    """A sensor_positions column as `typ` (NULL where the table has no such column, or a value does
+    not convert): every form NEON published reads through the same view."""
+    return f"TRY_CAST({_quote(name)} AS {typ})" if name in positions.columns else f"CAST(NULL AS {typ})"
+
+
 def _positioned_view(t: Table, positions: Table) -> str:
     """Each row of a sensor table with the position it was measured at: sensor_positions matched
-    by site, HOR.VER and the position's period (a sensor moved mid-record has two periods)."""
+    by site, HOR.VER and the position's period (a sensor moved mid-record has two periods, each
+    with its own zOffset). The period is NEON's effective one where the file gives it, else the
+    position's; a position of a file without periods (the 2017-2018 form) is one period. Rows of
+    one period that differ only in their reference's period count once (the latest reference),
+    so no data row is doubled."""
     when = next((c for c in TIME_COLUMNS_FOR_POSITION if c in t.columns), None)
     picked = ", ".join(f"{_quote(old)} AS {_quote(new)}" for new, old in POSITION_COLUMNS if old in positions.columns)
+    start = _position_value(positions, "positionStartDateTime", "TIMESTAMP")
+    end = _position_value(positions, "positionEndDateTime", "TIMESTAMP")
+    if "effectiveStartDateTime" in positions.columns:
+        start = f"coalesce({_position_value(positions, 'effectiveStartDateTime', 'TIMESTAMP')}, {start})"
+    if "effectiveEndDateTime" in positions.columns:
+        end = f"coalesce({_position_value(positions, 'effectiveEndDateTime', 'TIMESTAMP')}, {end})"
+    reference = _position_value(positions, "referenceLocationIDStartDateTime", "TIMESTAMP")
+    z = _position_value(positions, "zOffset", "DOUBLE")
+    elevation = _position_value(positions, "locationReferenceElevation", "DOUBLE")
     during = (f" AND (p._start IS NULL OR d.{_quote(when)} >= p._start) AND (p._end IS NULL OR d.{_quote(when)} < "
               "p._end)") if when else ""
     added = ", ".join(f"p.{_quote(new)}" for new, old in POSITION_COLUMNS if old in positions.columns)
     return (
         f"CREATE VIEW {_quote(t.reads[0] + POSITIONED)} AS "
         "WITH p0 AS (SELECT siteID AS _site, split_part(\"HOR.VER\", '.', 1) AS _hor, "
-        f"split_part(\"HOR.VER\", '.', 2) AS _ver, positionStartDateTime AS _start, positionEndDateTime AS _end, "
-        f"{picked} FROM {_quote(positions.name)}), "
+        f"split_part(\"HOR.VER\", '.', 2) AS _ver, {start} AS _start, {end} AS _end, {reference} AS _reference, "
+        f"{z} AS _z, {elevation} AS _elevation, {picked} FROM {_quote(positions.name)}), "
+        "p1 AS (SELECT * FROM p0 QUALIFY row_number() OVER (PARTITION BY _site, _hor, _ver, _start ORDER BY "
+        "_reference DESC NULLS LAST) = 1), "
         "r AS (SELECT _site, _hor, _ver, dense_rank() OVER (PARTITION BY _site, _hor ORDER BY "
-        "arg_max(zOffset, _start) DESC NULLS LAST) AS heightRank FROM p0 GROUP BY _site, _hor, _ver), "
-        "p AS (SELECT p0.*, r.heightRank, round(p0.referenceElevation + p0.zOffset, 3) AS sensorElevation FROM p0 "
+        "arg_max(_z, coalesce(_start, TIMESTAMP '1900-01-01')) DESC NULLS LAST) AS heightRank FROM p1 "
+        "GROUP BY _site, _hor, _ver), "
+        "p AS (SELECT p1.*, r.heightRank, round(p1._elevation + p1._z, 3) AS sensorElevation FROM p1 "
         "JOIN r USING (_site, _hor, _ver)) "
         f"SELECT d.*, {added}, p.heightRank, p.sensorElevation FROM {_quote(t.reads[0])} AS d LEFT JOIN p "
         f"ON p._site = d.siteID AND p._hor = d.horizontalPosition AND p._ver = d.verticalPosition{during}"
@@ -725,19 +749,24 @@ def _connect(ds: Dataset, lim: Limits) -> duckdb.DuckDBPyConnection:
     try:
         folder = ds.folder.resolve()
         files = []
-        for t in ds.tables.values():
+        # Each view stands alone: one that cannot be made (a damaged file, a side table of a shape
+        # no view reads) is left out of the dataset's relations, and every other still answers.
+        for key, t in list(ds.tables.items()):
             if t.file is not None:
                 path = folder / t.file
-                files.append(str(path))
-                con.execute(_timestamp_view(t.name, path, t.timestamps))
+                if _made(con, _timestamp_view(t.name, path, t.timestamps), ds, key):
+                    files.append(str(path))
         positions = ds.tables.get(names.SENSOR_POSITIONS)
-        for t in ds.tables.values():
-            if t.layout == "positioned" and positions is not None:
-                con.execute(_positioned_view(t, positions))
+        for key, t in list(ds.tables.items()):
+            if t.layout == "positioned":
+                if positions is None or any(r.lower() not in ds.tables for r in t.reads):
+                    del ds.tables[key]
+                else:
+                    _made(con, _positioned_view(t, positions), ds, key)
         if VARIABLES in ds.tables:
             csv_path = str(folder / dataset.SIDE_FILES["variables"]).replace("'", "''")
-            con.execute(f"CREATE TABLE {VARIABLES} AS SELECT * FROM read_csv('{csv_path}', header = true, "
-                        "all_varchar = true, quote = '\"', escape = '\"')")
+            _made(con, f"CREATE TABLE {VARIABLES} AS SELECT * FROM read_csv('{csv_path}', header = true, "
+                  "all_varchar = true, quote = '\"', escape = '\"')", ds, VARIABLES)
         con.execute("SET GLOBAL TimeZone = 'UTC'")
         con.execute("SET allowed_paths = ?", [files])
         con.execute("SET enable_external_access = false")
@@ -746,6 +775,19 @@ def _connect(ds: Dataset, lim: Limits) -> duckdb.DuckDBPyConnection:
         con.close()
         raise
     return con
+
+
+def _made(con: duckdb.DuckDBPyConnection, ddl: str, ds: Dataset, key: str) -> bool:
+    """Runs one relation's DDL; on failure the relation is dropped from the dataset (logged)."""
+    import duckdb
+
+    try:
+        con.execute(ddl)
+    except duckdb.Error as exc:
+        log.warning("dataset %s: left out %s (%s)", ds.id, ds.tables[key].name, _engine_message(exc, ds.folder))
+        del ds.tables[key]
+        return False
+    return True
 
 
 @dataclass

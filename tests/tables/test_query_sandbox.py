@@ -299,9 +299,27 @@ def test_the_step_a_stacked_dataset_offers_is_a_query_that_runs(soil):
     folder, _ = soil
     step = query_next_step(dataset.load(folder))
     assert step is not None and step.tool == "eco_query_tables" and step.arguments["dataset_id"] == folder.name
-    assert "ST_30_minute_positioned" in step.arguments["sql"]
+    assert "ST_30_minute_positioned" in step.arguments["sql"] and "any_value" not in step.arguments["sql"]
     got = run(folder, step.arguments["sql"])
-    assert [c.name for c in got.columns][:3] == ["siteID", "verticalPosition", "zOffset"] and got.total == 4
+    assert [c.name for c in got.columns][:3] == ["siteID", "verticalPosition", "zOffset"]
+    # By period, worked out again from the stacked files: the sensor that moved on 2024-08-21 gives
+    # August two rows, each at the height it had then, with the mean of its own rows.
+    data = pq.read_table(folder / "ST_30_minute.parquet").to_pylist()
+    spos = pq.read_table(folder / "sensor_positions.parquet").to_pylist()
+    sums: dict[tuple, list[float]] = {}
+    for r in data:
+        [p] = [p for p in spos if p["HOR.VER"] == f"{r['horizontalPosition']}.{r['verticalPosition']}"
+               and r["startDateTime"] >= p["positionStartDateTime"]
+               and (p["positionEndDateTime"] is None or r["startDateTime"] < p["positionEndDateTime"])]
+        key = (r["siteID"], r["verticalPosition"], p["zOffset"], r["startDateTime"].strftime("%Y-%m"))
+        if r["soilTempMean"] is not None:
+            sums.setdefault(key, []).append(r["soilTempMean"])
+    mine = {(r[0], r[1], r[2], r[4][:7]): r[5] for r in got.rows}
+    assert got.total == len(sums) == 5 and mine.keys() == sums.keys()
+    for key, values in sums.items():
+        assert abs(mine[key] - sum(values) / len(values)) < 1e-9, key
+    august = sorted(k[2] for k in sums if k[3] == "2024-08" and k[1] == "501")
+    assert len(august) == 2 and august[0] != august[1]
 
 
 def test_ctes_are_read_in_their_scope_and_the_datasets_own_names_still_work(soil):
