@@ -116,6 +116,7 @@ class _Worker:
         self._buf = bytearray()
         self.warm: list[str] = []
         self.killed = False
+        self.doomed = False  # ends once it answers (a dataset it has open is being deleted)
 
     def send(self, msg: dict[str, Any]) -> None:
         _write_all(self._in, _frame(msg))
@@ -286,7 +287,7 @@ class Pool:
     def _release(self, w: _Worker, keep: bool) -> int | None:
         """Back to the idle ones, or (not `keep`, closed, dead) killed and forgotten: its status."""
         with self._cond:
-            keep = keep and not self._closed and w.proc.poll() is None
+            keep = keep and not self._closed and not w.doomed and w.proc.poll() is None
             if keep:
                 self._idle.append(w)
             elif w in self._all:
@@ -362,6 +363,21 @@ class Pool:
                     raise concurrent.futures.CancelledError() from None
                 raise _died(code, limits, cpu_s) from None
 
+    def forget(self, folder: str) -> None:
+        """A dataset being deleted: the workers that have it open end (idle ones now, busy ones
+        once they answer), so none keeps its deleted files open."""
+        with self._cond:
+            idle = [w for w in self._idle if folder in w.warm]
+            for w in self._all:
+                if folder in w.warm:
+                    w.doomed = True
+            for w in idle:
+                self._idle.remove(w)
+                self._all.remove(w)
+            self._cond.notify_all()
+        for w in idle:
+            w.stop()
+
     def close(self) -> None:
         with self._cond:
             self._closed = True
@@ -411,6 +427,13 @@ class _Pools:
 pools = _Pools()
 atexit.register(pools.close)
 _records = memos.by_value("tables.engine_records", max_entries=16)
+
+
+def forget(folder: Path) -> None:
+    """The engine workers of this process let go of a dataset being deleted (tables.query.forget)."""
+    pool = pools.current
+    if pool is not None:
+        pool.forget(str(folder.resolve()))
 
 
 def _dataset(folder: Path) -> query.Dataset:

@@ -712,6 +712,9 @@ def forget(folder: Path) -> int:
     def of_folder(key: Any) -> bool:
         return key[0] in paths
 
+    from tables import engine
+
+    engine.forget(folder)  # and the engine workers of this process
     with _engines_lock:
         return _engines.drop_where(of_folder)
 

@@ -143,3 +143,11 @@ def test_a_worker_holds_no_credential_of_the_servers(folder, monkeypatch):
     env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     names = {e.split(b"=", 1)[0].decode() for e in env if e}
     assert not names & {"ECO_TOKEN", "DATABASE_URL", "SOME_API_KEY"} and "PATH" in names
+
+
+def test_a_dataset_being_deleted_is_let_go_by_the_workers_that_have_it_open(folder):
+    run(folder, "SELECT 1 AS warm")
+    (pid,) = engine.pools.current.pids()
+    query.forget(folder)  # what the store calls before it deletes the folder
+    assert pid not in engine.pools.current.pids()
+    assert run(folder, "SELECT count(*) AS n FROM sensor_positions").rows == [[3]]
