@@ -292,13 +292,10 @@ async def _walk(client: UpstreamClient, catalog: LocationCatalog, walk: list[str
 LocationSection = Literal["properties", "hierarchy", "history", "children", "polygon", "all"]
 
 
-def _default_include() -> list[LocationSection]:
-    return ["properties"]
-
-
 class GetLocationInput(ToolInput):
     name: str = Field(min_length=1, max_length=200, description="Case-sensitive, except site and domain codes.")
-    include: list[LocationSection] = Field(default_factory=_default_include, max_length=6, description="[]: the compact base record.")
+    # A plain default (pydantic copies it per instance) so the inputSchema states it: absent is not [].
+    include: list[LocationSection] = Field(["properties"], max_length=6, description="[]: the compact base record.")
     location_type: str | None = Field(None, max_length=100, description="Required for REALM and domains.")
     children_limit: int = Field(50, ge=1, le=500)
     children_offset: int = Field(0, ge=0)

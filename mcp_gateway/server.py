@@ -42,7 +42,7 @@ INSTRUCTIONS = (
     "and cite with eco_get_citation. Inputs naming a product, a site or site_codes take codes or "
     "names; a release is RELEASE-YYYY or latest; a month is YYYY-MM, a month range YYYY-MM/YYYY-MM; "
     "byRelease keys are releases and PROVISIONAL (data in no release yet). An input left out takes its "
-    "schema's default; without one it is null, or false for a flag and 0 for an integer. Every result "
+    "schema's default, or null when it has none. Every result "
     "carries resolved (how input names were resolved), notes, nextSteps (calls worth making next) and "
     "source (where the answer came from: origin local, catalog, upstream, cache or mixed; stale: from "
     "a stale cache because the upstream failed). A result sends every field of its outputSchema, "
@@ -50,9 +50,10 @@ INSTRUCTIONS = (
     "as absent or sent only in some cases. Errors carry a stable code and a hint. eco_ping reports "
     "configuration and upstream health."
 )
-# The meaning of the envelope's fields, the rule that every output field is sent, what inputs
-# naming a product, site, release or month take and the default of a flag or an integer are
-# written here once, not in each tool's schemas (mcp_gateway.schemas): every agent loads the tool list.
+# The meaning of the envelope's fields, the rule that every output field is sent and what inputs
+# naming a product, site, release or month take are written here once, not in each tool's schemas
+# (mcp_gateway.schemas): every agent loads the tool list. Defaults stay in the schemas (false and 0
+# too), so a client that fills them in from the schema sends what omitting them means.
 MIN_5 = 5 * 60 * 1000
 HOUR = 3600 * 1000
 DAY = 24 * HOUR

@@ -1,0 +1,52 @@
+"""What a review of every tool against the specification found, each checked through the SDK's
+client over HTTP against the simulator: defaults stated in the input schemas, eco_graphql's
+published limits, `resolved` echoing every resolution, eco_ping during an upstream 429,
+suggestions for a name one character off, one wording for an ignored token header, and a site
+walk at one upstream request on a fresh catalog."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import mcp_types as types
+from mcp import Client
+
+from tests.gateway.checks import assert_error, assert_valid_tool_result
+from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
+from tests.tools.conftest import cold_http_session, sim_config, upstream_requests
+from upstream_sim.biodata import RECORDED_PROTO_UUID
+
+
+async def _ok(client: Any, tools: dict[str, Any], name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return assert_valid_tool_result(tools[name], await client.call_tool(name, args))
+
+
+def _filled(tool: Any, args: dict[str, Any]) -> dict[str, Any]:
+    """`args` with every input the schema gives a default filled in from it, as a client that
+    fills defaults from the schema sends them."""
+    props = tool.input_schema["properties"]
+    return {**{k: copy.deepcopy(p["default"]) for k, p in props.items() if "default" in p}, **args}
+
+
+# -- 1. defaults in the schema ----------------------------------------------------------------
+
+async def test_a_client_filling_defaults_from_the_schema_gets_the_answer_of_one_that_omits_them(
+        http_server, sim_cfg, sim, active_config):  # noqa: F811
+    async with cold_http_session(http_server, sim, active_config) as (client, tools):
+        # Where leaving include out differs from [], the schema says what it is.
+        assert tools["eco_get_location"].input_schema["properties"]["include"]["default"] == ["properties"]
+        assert tools["eco_get_release"].input_schema["properties"]["include"]["default"] == ["products"]
+        assert tools["eco_get_prototype_dataset"].input_schema["properties"]["include"]["default"] == [
+            "files", "locations"]
+        assert tools["eco_ping"].input_schema["properties"]["check_api"]["default"] is False
+        assert tools["eco_get_location"].input_schema["properties"]["children_offset"]["default"] == 0
+        for name, args in (("eco_get_location", {"name": "HARV"}), ("eco_get_release", {"release": "RELEASE-2025"}),
+                           ("eco_get_prototype_dataset", {"uuid": RECORDED_PROTO_UUID}),
+                           ("eco_list_releases", {}), ("eco_get_site", {"site": "HARV"})):
+            omitted = await _ok(client, tools, name, args)
+            filled = await _ok(client, tools, name, _filled(tools[name], args))
+            omitted.pop("source"), filled.pop("source")  # origin: the second call may come from the cache
+            assert filled == omitted, name
+        ping = await _ok(client, tools, "eco_ping", _filled(tools["eco_ping"], {}))
+        assert ping["api"] is None  # check_api's stated default is what omitting it means
