@@ -50,3 +50,25 @@ async def test_a_client_filling_defaults_from_the_schema_gets_the_answer_of_one_
             assert filled == omitted, name
         ping = await _ok(client, tools, "eco_ping", _filled(tools["eco_ping"], {}))
         assert ping["api"] is None  # check_api's stated default is what omitting it means
+
+
+# -- 2. eco_graphql's limits as the spec says -------------------------------------------------
+
+def _nested(depth: int) -> str:
+    inner = "locationName"
+    for _ in range(depth - 1):
+        inner = f"locationChildHierarchy {{ {inner} }}"
+    return f'{{ locationHierarchy(locationName: "HARV") {{ {inner} }} }}'
+
+
+async def test_graphql_publishes_the_8000_character_bound_and_names_the_errors_a_caller_gets(
+        http_server, sim_cfg, sim, active_config):  # noqa: F811
+    async with cold_http_session(http_server, sim, active_config) as (client, tools):
+        tool = tools["eco_graphql"]
+        assert tool.input_schema["properties"]["query"]["maxLength"] == sim_cfg.limits.graphql_max_query_chars == 8000
+        assert "invalid_argument" in tool.description and "query_too_large" in tool.description
+        too_long = "{ sites { siteCode } }" + " " * 8000
+        err = assert_error(await client.call_tool("eco_graphql", {"query": too_long}), "invalid_argument")
+        assert "query" in err["message"] and err["details"]["maximum"] == 8000
+        err = assert_error(await client.call_tool("eco_graphql", {"query": _nested(9)}), "invalid_argument")
+        assert "depth" in err["message"] and err["details"]["limit"] == 8
