@@ -161,10 +161,10 @@ async def find_locations(args: FindLocationsInput, call: CallContext) -> FindLoc
     nodes: list[Node] = []
     walk: list[str] = []
     if args.site_codes is not None:
-        for code in args.site_codes:
-            if catalog.unavailable is None and code.strip().upper() not in catalog.sites:
-                raise await _unknown_name("site_codes", code, catalog, client)
-        walk = list(dict.fromkeys(c.strip().upper() for c in args.site_codes))
+        echoes = [await _site_code(code, catalog, client) for code in args.site_codes]
+        # Every resolution is echoed (the spec's common envelope), a code's too.
+        resolved["siteCodes"] = echoes
+        walk = list(dict.fromkeys(e["siteCode"] for e in echoes))
     else:
         name = _canonical_name(args.root or REALM, catalog)
         resolved["root"] = {"input": args.root or None, "locationName": name}
@@ -549,6 +549,25 @@ def _canonical_name(name: str, catalog: LocationCatalog) -> str:
     if DOMAIN_CODE.match(text):
         return text.upper()
     return text
+
+
+def _site_name(text: str) -> str:
+    words = " ".join(text.lower().split())
+    return words[:-5] if words.endswith(" neon") else words
+
+
+async def _site_code(text: str, catalog: LocationCatalog, client: UpstreamClient) -> dict[str, Any]:
+    """One site_codes entry as `resolved` echoes it: a four-letter code (any case), or a site's
+    name as the location catalog describes it (a trailing " NEON" optional)."""
+    code = text.strip().upper()
+    if code in catalog.sites or (catalog.unavailable is not None and SITE_CODE.match(code)):
+        row = catalog.sites.get(code)
+        return {"input": text, "siteCode": code, "siteName": row.description if row else None, "matchedBy": "code"}
+    wanted = _site_name(text)
+    named = [row for row in catalog.sites.values() if wanted and _site_name(row.description) == wanted]
+    if len(named) == 1:
+        return {"input": text, "siteCode": named[0].name, "siteName": named[0].description, "matchedBy": "name"}
+    raise await _unknown_name("site_codes", text, catalog, client)
 
 
 async def _unknown_name(field_name: str, name: str, catalog: LocationCatalog, client: UpstreamClient) -> EcoError:

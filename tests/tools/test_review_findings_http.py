@@ -6,20 +6,37 @@ walk at one upstream request on a fresh catalog."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import mcp_types as types
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
+from tests.downloads.conftest import sim_token, token_config  # noqa: F401  (fixtures)
 from tests.gateway.checks import assert_error, assert_valid_tool_result
 from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
-from tests.tools.conftest import cold_http_session, sim_config, upstream_requests
+from tests.tools.conftest import cold_http_session, upstream_requests
 from upstream_sim.biodata import RECORDED_PROTO_UUID
 
 
 async def _ok(client: Any, tools: dict[str, Any], name: str, args: dict[str, Any]) -> dict[str, Any]:
     return assert_valid_tool_result(tools[name], await client.call_tool(name, args))
+
+
+@contextlib.asynccontextmanager
+async def token_session(http_server: Callable[..., Any], sim: Any, active_config: Callable[[Any], Any],
+                        token: str, **flags: Any) -> AsyncIterator[tuple[Client, dict[str, Any]]]:
+    """The SDK's client over HTTP sending `token` in X-API-Token, against a server configured with
+    `flags` (a new configuration: the upstream cache starts cold)."""
+    cfg = token_config(sim, None, server__transport="http", **flags)
+    active_config(cfg)
+    with http_server(cfg) as srv:
+        transport = streamable_http_client(srv.url, http_client=create_mcp_http_client(headers={"X-API-Token": token}))
+        async with Client(transport, mode="2026-07-28") as client:
+            yield client, {t.name: t for t in (await client.list_tools()).tools}
 
 
 def _filled(tool: Any, args: dict[str, Any]) -> dict[str, Any]:
@@ -72,3 +89,20 @@ async def test_graphql_publishes_the_8000_character_bound_and_names_the_errors_a
         assert "query" in err["message"] and err["details"]["maximum"] == 8000
         err = assert_error(await client.call_tool("eco_graphql", {"query": _nested(9)}), "invalid_argument")
         assert "depth" in err["message"] and err["details"]["limit"] == 8
+
+
+# -- 3. resolved echoes every resolution ------------------------------------------------------
+
+async def test_site_codes_given_as_codes_are_echoed_in_resolved_by_find_locations_and_list_files(
+        http_server, sim_cfg, sim, sim_token, active_config):  # noqa: F811
+    async with token_session(http_server, sim, active_config, sim_token,
+                             server__allow_insecure_header_token=True) as (client, tools):
+        found = await _ok(client, tools, "eco_find_locations", {
+            "site_codes": ["harv", "Bartlett Experimental Forest"], "location_type": "TOWER"})
+        assert [(e["input"], e["siteCode"], e["matchedBy"]) for e in found["resolved"]["siteCodes"]] == [
+            ("harv", "HARV", "code"), ("Bartlett Experimental Forest", "BART", "name")]
+        assert [r["locationName"] for r in found["roots"]] == ["HARV", "BART"]
+        listed = await _ok(client, tools, "eco_list_files", {
+            "product": "DP1.10003.001", "site_codes": ["HARV"], "start_month": "2020-05", "detail": "summary"})
+        assert [(e["input"], e["siteCode"], e["matchedBy"]) for e in listed["resolved"]["siteCodes"]] == [
+            ("HARV", "HARV", "code")]
