@@ -136,16 +136,27 @@ def _gate(server: Server[Any], setup: _Setup) -> Any:
 
 def _served_in_32022(item: SessionMessage) -> SessionMessage:
     """The SDK's -32022 names only the modern revision as supported; it names every version
-    served, as server/discover does."""
+    served, as server/discover does. A version this server serves, but only in the handshake era
+    (a modern envelope or a late initialize naming 2025-06-18), is not called unsupported while the
+    list names it: the list is then the versions a request envelope may name, and the message
+    says where the named one is served."""
     from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     from mcp_gateway.server import served_versions
 
     error = item.message.error  # type: ignore[union-attr]
     if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(error.data, dict):
         return item
-    data = {**error.data, "supported": served_versions()}
-    message = item.message.model_copy(update={"error": error.model_copy(update={"data": data})})
+    requested = error.data.get("requested")
+    update: dict[str, Any] = {"data": {**error.data, "supported": served_versions()}}
+    if requested in served_versions() and requested not in MODERN_PROTOCOL_VERSIONS:
+        modern = list(MODERN_PROTOCOL_VERSIONS)
+        update = {"message": f"Protocol version {requested} is served only on a connection that opens with "
+                             f"initialize (the handshake era); in a request envelope name {', '.join(modern)}",
+                  "data": {**error.data, "supported": modern,
+                           "handshakeVersions": [v for v in served_versions() if v not in modern]}}
+    message = item.message.model_copy(update={"error": error.model_copy(update=update)})
     return dataclasses.replace(item, message=message)
 
 
