@@ -27,13 +27,13 @@ async def _ok(client: Any, tools: dict[str, Any], name: str, args: dict[str, Any
 
 
 @contextlib.asynccontextmanager
-async def token_session(http_server: Callable[..., Any], sim: Any, active_config: Callable[[Any], Any],
+async def token_session(serve: Callable[..., Any], sim: Any, active_config: Callable[[Any], Any],
                         token: str, **flags: Any) -> AsyncIterator[tuple[Client, dict[str, Any]]]:
     """The SDK's client over HTTP sending `token` in X-API-Token, against a server configured with
     `flags` (a new configuration: the upstream cache starts cold)."""
     cfg = token_config(sim, None, server__transport="http", **flags)
     active_config(cfg)
-    with http_server(cfg) as srv:
+    with serve(cfg) as srv:
         transport = streamable_http_client(srv.url, http_client=create_mcp_http_client(headers={"X-API-Token": token}))
         async with Client(transport, mode="2026-07-28") as client:
             yield client, {t.name: t for t in (await client.list_tools()).tools}
@@ -106,3 +106,22 @@ async def test_site_codes_given_as_codes_are_echoed_in_resolved_by_find_location
             "product": "DP1.10003.001", "site_codes": ["HARV"], "start_month": "2020-05", "detail": "summary"})
         assert [(e["input"], e["siteCode"], e["matchedBy"]) for e in listed["resolved"]["siteCodes"]] == [
             ("HARV", "HARV", "code")]
+
+
+# -- 6. eco_ping during an upstream 429 --------------------------------------------------------
+
+async def test_ping_during_an_upstream_429_reports_the_rate_limit_not_a_refused_token(
+        http_server, sim_cfg, fresh_sim, sim_token, active_config):  # noqa: F811
+    async with token_session(http_server, fresh_sim, active_config, sim_token, server__allow_insecure_header_token=True,
+                             eco__token_for_public_endpoints=True) as (client, tools):
+        healthy = await _ok(client, tools, "eco_ping", {"check_api": True})
+        assert healthy["api"]["tokenAccepted"] is True
+        limit = healthy["rateLimit"]["limit"]
+        fresh_sim.faults.add("rate_limit", route=r"^/api/v0/taxonomy", retry_after=60)
+        limited = await _ok(client, tools, "eco_ping", {"check_api": True})
+    api = limited["api"]
+    assert api["reachable"] is True and api["errorCode"] == "rate_limited"
+    assert api["tokenAccepted"] is None  # a 429 says nothing about the token
+    assert api["retryAfterSeconds"] == 60
+    # The limit known for this token stays; the 429 says the budget is spent.
+    assert limited["rateLimit"]["limit"] == limit and limited["rateLimit"]["remaining"] == 0
