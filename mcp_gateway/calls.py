@@ -36,6 +36,7 @@ from families.call import CallContext, InputNeeded
 from mcp_gateway import budget, splice
 from mcp_gateway.arguments import name_segment_field, parse_arguments
 from mcp_gateway.registry import ToolSpec
+from mcp_gateway.tokens import header_ignored_note
 from upstream.client import PathSegmentError
 from upstream.context import Accounting, call_scope
 
@@ -211,10 +212,7 @@ def _fitted(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: A
     # (in Rust, a fraction of json.dumps' time on a big result, and the same text).
     as_dumped = not (added or call.token_header_ignored or acct.stale_served or fix)
     if call.token_header_ignored:
-        notes.append(
-            f"The {call.cfg.server.request_token_header} header was ignored: this server accepts callers' "
-            "tokens only behind an https public_base_url."
-        )
+        notes.append(header_ignored_note(call.cfg))
     if acct.stale_served:
         payload["source"]["stale"] = True
         notes.append("Upstream failed; a stale cached answer was served.")
@@ -350,7 +348,9 @@ async def _execute(
             if spec.requires_token and token is None and not _token_optional(spec, args):
                 raise EcoError(
                     "auth_required",
-                    f"{spec.name} needs an upstream API token and none is available",
+                    f"{spec.name} needs an upstream API token and none is available"
+                    + (f" (the {call.cfg.server.request_token_header} header was ignored)"
+                       if call.token_header_ignored else ""),
                     details={"tool": spec.name, "tokenSource": call.token_source},
                 )
             out = await spec.read(args, call)
@@ -374,6 +374,10 @@ async def _execute(
         except PathSegmentError as exc:
             return error_result(name_segment_field(spec, args, exc), _meta(acct, extra_meta))
         except EcoError as exc:
+            if exc.code == "auth_required" and call.token_header_ignored:
+                # However the call found it had no token (upstream 403 included), the one remedy.
+                exc.hint = header_ignored_note(call.cfg)
+                exc.details = {**exc.details, "tokenHeaderIgnored": True}
             return error_result(exc, _meta(acct, extra_meta))
         except DATABASE_DOWN as exc:
             return error_result(await database_unavailable(exc), _meta(acct, extra_meta))

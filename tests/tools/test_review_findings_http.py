@@ -125,3 +125,24 @@ async def test_ping_during_an_upstream_429_reports_the_rate_limit_not_a_refused_
     assert api["retryAfterSeconds"] == 60
     # The limit known for this token stays; the 429 says the budget is spent.
     assert limited["rateLimit"]["limit"] == limit and limited["rateLimit"]["remaining"] == 0
+
+
+# -- 8. an ignored token header is said once, the same way, everywhere ------------------------
+
+async def test_every_tool_needing_a_token_says_the_plain_http_header_was_ignored_and_which_setting_allows_it(
+        http_server, sim_cfg, sim, sim_token, active_config):  # noqa: F811
+    async with token_session(http_server, sim, active_config, sim_token) as (client, tools):
+        ping = await _ok(client, tools, "eco_ping", {})
+        [said] = [n for n in ping["notes"] if "X-API-Token header was ignored" in n]
+        assert "server.allow_insecure_header_token" in said and "server.public_base_url" in said
+        needing = {"eco_list_files": {"product": "DP1.10003.001", "site_codes": ["HARV"], "start_month": "2020-05"},
+                   "eco_get_sample": {"sample_uuid": "x"},
+                   "eco_describe_tables": {"product": "DP1.10003.001"},
+                   "eco_stack_tables": {"product": "DP1.10003.001", "site_codes": ["HARV"], "start_month": "2020-05"}}
+        assert {n for n, t in tools.items() if (t.meta or {}).get("requiresToken")} <= set(needing)
+        needing = {n: a for n, a in needing.items() if n in tools}
+        for name, args in needing.items():
+            err = assert_error(await client.call_tool(name, args), "auth_required")
+            assert err["hint"] == said, name
+            assert err["details"]["tokenHeaderIgnored"] is True and "header was ignored" in err["message"]
+            assert "Set an upstream API token" not in err["hint"]
