@@ -56,6 +56,7 @@ from catalog.location_nodes import (
 )
 from catalog.location_trees import SiteTree, pruned
 from catalog.locations import LocationCatalog
+from catalog.suggest import nearest
 from eco_core.bounds import Configured
 from eco_core.errors import EcoError
 from eco_core.memo import memos
@@ -567,13 +568,57 @@ async def _site_code(text: str, catalog: LocationCatalog, client: UpstreamClient
     named = [row for row in catalog.sites.values() if wanted and _site_name(row.description) == wanted]
     if len(named) == 1:
         return {"input": text, "siteCode": named[0].name, "siteName": named[0].description, "matchedBy": "name"}
-    raise await _unknown_name("site_codes", text, catalog, client)
+    raise EcoError("not_found", f"site_codes: no field site {text!r}", details={
+        "didYouMean": nearest(text, {row.name: row.description for row in catalog.sites.values()})},
+        hint="site_codes takes four-letter site codes or site names; see details.didYouMean.")
+
+
+# The names below each site whose subtree this process read from the upstream (site code ->
+# {name: description}): a mistyped tower or plot name is suggested from them without a request.
+_walked_names = memos.by_value("locations.walked_names", max_entries=200)
+
+
+def _remember_names(tree: m.Location) -> None:
+    if (tree.location_type or "").upper() == "SITE":
+        _walked_names.put(tree.location_name, {n.name: n.description or "" for n in hierarchy_nodes(tree, 12)})
+
+
+async def _site_names(site: str, catalog: LocationCatalog, client: UpstreamClient) -> dict[str, str]:
+    """The names in `site`'s subtree: stored, remembered, else its (cached) hierarchy=true answer."""
+    if catalog.trees is not None and site in catalog.trees.sites:
+        tree = await catalog.trees.tree(site)
+        return {n.name: n.description or "" for n, _ in tree.below(site, 12)}
+    known: dict[str, str] | None = _walked_names.get(site)
+    if known is None:
+        try:
+            _remember_names(await client.location(site, hierarchy=True))
+        except EcoError:
+            return {}
+        known = _walked_names.get(site)
+    return known or {}
+
+
+async def _near_names(name: str, catalog: LocationCatalog, client: UpstreamClient) -> list[str]:
+    """Names a location argument accepts, nearest to `name` first: a name starting with a site
+    code (HARV_008...) is compared with that site's subtree; any other with the sites and domains
+    and the subtrees this process has read (a tower or soil array one character off)."""
+    head = name.strip()[:4].upper()
+    if head in catalog.sites and name.strip()[4:5] in ("_", "."):
+        return nearest(name, await _site_names(head, catalog, client))
+    accepted = {c.name: c.description for c in (*catalog.sites.values(), *catalog.domains.values())}
+    for site in catalog.sites:
+        accepted.update(_walked_names.get(site) or {})
+    letters = re.match(r"[A-Za-z]+", name.strip())
+    if catalog.trees is not None and letters is not None and len(letters.group()) >= 3:
+        # Stored names of the same kind (TOWER..., SOILAR...): NEON's names do not say their site.
+        accepted.update(await catalog.trees.names_from(letters.group().upper()))
+    return nearest(name, accepted)
 
 
 async def _unknown_name(field_name: str, name: str, catalog: LocationCatalog, client: UpstreamClient) -> EcoError:
     """not_found, suggesting only names that exist: the upper-cased name when NEON has it (one
-    cached request, asked only for a name with lower-case letters), then the nearest sites and domains."""
-    near = catalog.suggestions(name)
+    cached request, asked only for a name with lower-case letters), then the nearest names."""
+    near = await _near_names(name, catalog, client)
     hint = None
     upper = name.strip().upper()
     if upper != name.strip():
@@ -602,7 +647,10 @@ async def _exists(client: UpstreamClient, catalog: LocationCatalog, name: str) -
 async def _location(client: UpstreamClient, name: str, field_name: str, catalog: LocationCatalog,
                     **kw: Any) -> m.Location:
     try:
-        return await client.location(name, **kw)
+        found = await client.location(name, **kw)
+        if kw.get("hierarchy") and not kw.get("location_type"):
+            _remember_names(found)
+        return found
     except EcoError as exc:
         if exc.code == "not_found":
             raise await _unknown_name(field_name, name, catalog, client) from None

@@ -30,6 +30,7 @@ from catalog.index import STOPWORDS, CatalogIndex, ProductEntry, overlaps, words
 from catalog.months import MONTH_PATTERN, month_index
 from catalog.releases import ReleaseInfo
 from catalog.search_common import Found, KeptSearches
+from catalog.suggest import nearest
 from catalog.text import clip
 from eco_core.memo import memos
 from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page, returned_again
@@ -252,7 +253,11 @@ def _search(idx: CatalogIndex, args: SearchProductsInput, status: str | None, do
         "levels": dict(Counter(str(h.product.level) for h in hits)),
         "statuses": dict(Counter(h.product.status for h in hits)),
     }
-    did_you_mean = _suggest(idx, q, qwords, kept) if not hits and q and not code_match else None
+    did_you_mean = None
+    if not hits and q:
+        # A code one digit off is offered the codes nearest it (what eco_get_product suggests).
+        did_you_mean = nearest(q.upper(), {p.code: p.name for p in idx.products if kept(p)}) if code_match else (
+            _suggest(idx, q, qwords, kept))
     return Found(hits=hits, facets=facets, did_you_mean=did_you_mean, resolved=resolved)
 
 

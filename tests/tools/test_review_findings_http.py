@@ -146,3 +146,30 @@ async def test_every_tool_needing_a_token_says_the_plain_http_header_was_ignored
             assert err["hint"] == said, name
             assert err["details"]["tokenHeaderIgnored"] is True and "header was ignored" in err["message"]
             assert "Set an upstream API token" not in err["hint"]
+
+
+# -- 7. suggestions that help -----------------------------------------------------------------
+
+def _suggested(result: Any) -> list[str]:
+    return assert_error(result, "not_found")["details"]["didYouMean"]
+
+
+async def test_a_name_or_code_one_character_off_is_offered_the_near_ones_first(
+        http_server, sim_cfg, sim, active_config):  # noqa: F811
+    block = sim.state.locations.block("HARV")
+    async with cold_http_session(http_server, sim, active_config) as (client, tools):
+        assert _suggested(await client.call_tool("eco_get_site", {"site": "Harvrd Forest"}))[0] == "HARV"
+        assert _suggested(await client.call_tool("eco_get_product", {"product": "DP1.00041.002"}))[0] == "DP1.00041.001"
+        found = await _ok(client, tools, "eco_search_products", {"query": "DP1.00041.002"})
+        assert found["items"] == [] and found["didYouMean"][0] == "DP1.00041.001"
+        # A plot name in the wrong case twice over: its site's subtree holds the right spelling.
+        assert _suggested(await client.call_tool("eco_get_location", {"name": "harv_001.baseplot.all"}))[0] == (
+            "HARV_001.basePlot.all")
+        walked = await _ok(client, tools, "eco_find_locations", {"root": "HARV", "include_coordinates": False})
+        names = {i["locationName"] for i in walked["items"]}
+        assert f"TOWER{block}" in names and f"SOILAR{block + 311}" in names
+        # Tower and soil array names do not say their site: the subtrees read so far are searched.
+        assert _suggested(await client.call_tool("eco_get_location", {"name": f"TOWER{block + 1}"}))[0] == (
+            f"TOWER{block}")
+        typo = f"SOILAR{block + 311}"[:-2] + f"SOILAR{block + 311}"[-1]  # one digit left out
+        assert f"SOILAR{block + 311}" in _suggested(await client.call_tool("eco_find_locations", {"root": typo}))
