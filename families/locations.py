@@ -606,12 +606,15 @@ async def _near_names(name: str, catalog: LocationCatalog, client: UpstreamClien
     if head in catalog.sites and name.strip()[4:5] in ("_", "."):
         return nearest(name, await _site_names(head, catalog, client))
     accepted = {c.name: c.description for c in (*catalog.sites.values(), *catalog.domains.values())}
-    for site in catalog.sites:
-        accepted.update(_walked_names.get(site) or {})
     letters = re.match(r"[A-Za-z]+", name.strip())
-    if catalog.trees is not None and letters is not None and len(letters.group()) >= 3:
-        # Stored names of the same kind (TOWER..., SOILAR...): NEON's names do not say their site.
-        accepted.update(await catalog.trees.names_from(letters.group().upper()))
+    kind = letters.group().upper() if letters is not None and len(letters.group()) >= 3 else None
+    if kind is not None:
+        # Names of the same kind (TOWER..., SOILAR...), stored or walked: NEON's names do not say
+        # their site. Only that kind: a mistyped site code is offered sites, not every plot.
+        for site in catalog.sites:
+            accepted.update((n, d) for n, d in (_walked_names.get(site) or {}).items() if n.startswith(kind))
+        if catalog.trees is not None:
+            accepted.update(await catalog.trees.names_from(kind))
     return nearest(name, accepted)
 
 
