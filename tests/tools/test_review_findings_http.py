@@ -65,6 +65,11 @@ async def test_a_client_filling_defaults_from_the_schema_gets_the_answer_of_one_
             filled = await _ok(client, tools, name, _filled(tools[name], args))
             omitted.pop("source"), filled.pop("source")  # origin: the second call may come from the cache
             assert filled == omitted, name
+        retired = (await _ok(client, tools, "eco_search_products", {"status": "RETIRED", "limit": 1}))["items"]
+        code = {"query": retired[0]["productCode"]}  # a bare code finds its product whatever its status
+        omitted = await _ok(client, tools, "eco_search_products", code)
+        filled = await _ok(client, tools, "eco_search_products", _filled(tools["eco_search_products"], code))
+        assert filled["items"] == omitted["items"] != []
         ping = await _ok(client, tools, "eco_ping", _filled(tools["eco_ping"], {}))
         assert ping["api"] is None  # check_api's stated default is what omitting it means
 
