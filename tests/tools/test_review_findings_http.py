@@ -18,7 +18,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from tests.downloads.conftest import sim_token, token_config  # noqa: F401  (fixtures)
 from tests.gateway.checks import assert_error, assert_valid_tool_result
 from tests.gateway.conftest import fake_catalog, http_server  # noqa: F401  (fixtures)
-from tests.tools.conftest import cold_http_session, upstream_requests
+from tests.tools.conftest import cold_http_session
 from upstream_sim.biodata import RECORDED_PROTO_UUID
 
 
