@@ -574,13 +574,14 @@ async def _site_code(text: str, catalog: LocationCatalog, client: UpstreamClient
 
 
 # The names below each site whose subtree this process read from the upstream (site code ->
-# {name: description}): a mistyped tower or plot name is suggested from them without a request.
-_walked_names = memos.by_value("locations.walked_names", max_entries=200)
+# names; names only, to stay small): a mistyped tower or plot name is suggested from them without
+# a request.
+_walked_names = memos.by_value("locations.walked_names", max_entries=100)
 
 
 def _remember_names(tree: m.Location) -> None:
     if (tree.location_type or "").upper() == "SITE":
-        _walked_names.put(tree.location_name, {n.name: n.description or "" for n in hierarchy_nodes(tree, 12)})
+        _walked_names.put(tree.location_name, tuple(n.name for n in hierarchy_nodes(tree, 12)))
 
 
 async def _site_names(site: str, catalog: LocationCatalog, client: UpstreamClient) -> dict[str, str]:
@@ -588,14 +589,14 @@ async def _site_names(site: str, catalog: LocationCatalog, client: UpstreamClien
     if catalog.trees is not None and site in catalog.trees.sites:
         tree = await catalog.trees.tree(site)
         return {n.name: n.description or "" for n, _ in tree.below(site, 12)}
-    known: dict[str, str] | None = _walked_names.get(site)
+    known: tuple[str, ...] | None = _walked_names.get(site)
     if known is None:
         try:
             _remember_names(await client.location(site, hierarchy=True))
         except EcoError:
             return {}
         known = _walked_names.get(site)
-    return known or {}
+    return dict.fromkeys(known or (), "")
 
 
 async def _near_names(name: str, catalog: LocationCatalog, client: UpstreamClient) -> list[str]:
@@ -612,7 +613,7 @@ async def _near_names(name: str, catalog: LocationCatalog, client: UpstreamClien
         # Names of the same kind (TOWER..., SOILAR...), stored or walked: NEON's names do not say
         # their site. Only that kind: a mistyped site code is offered sites, not every plot.
         for site in catalog.sites:
-            accepted.update((n, d) for n, d in (_walked_names.get(site) or {}).items() if n.startswith(kind))
+            accepted.update((n, "") for n in (_walked_names.get(site) or ()) if n.startswith(kind))
         if catalog.trees is not None:
             accepted.update(await catalog.trees.names_from(kind))
     return nearest(name, accepted)
