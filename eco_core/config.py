@@ -185,7 +185,9 @@ class Cache(_Section):
         "Search indexes a process holds, one per set of catalog versions, least recently used forgotten "
         "first: the current one plus those a catalog swap superseded (1: the current one only). Each is "
         "the whole catalog in memory."))
-    prewarm: bool | None = Field(None, description="Build catalogs at start; unset: true on http, false on stdio.")
+    prewarm: bool | None = Field(None, description=(
+        "Build catalogs at start; unset: true on http, false on stdio. A stdio server still builds the "
+        "catalogs a search needs in the background once its first answers are out, unless this is false."))
     refresh_ahead: float = Field(0.1, ge=0, le=1, description="Refresh in the last fraction of a TTL.")
     stale_if_error_s: int = Field(86400, ge=0, le=30 * 86400, description="Serve stale answers this long when upstream fails.")
     redis_retry_s: float = Field(1.0, ge=0.05, le=300, description=(

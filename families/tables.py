@@ -729,6 +729,11 @@ def _server_answer(row: Any, record: dict[str, Any] | None, *, resolved: dict[st
     steps = _server_steps(row, record, _selection_call(sel))
     totals = _zero_totals(len(row.plan.get("items") or []) if row.plan else prog.get("filesTotal") or 0, started)
     if record is not None:
+        # Ready: the build's own figures, as its progress reports them (not the zeros of a call
+        # that only read the result).
+        totals = totals.model_copy(update={"downloaded": prog.get("filesDownloaded") or 0,
+                                           "bytes_transferred": prog.get("bytesDownloaded") or 0,
+                                           "tables_rebuilt": prog.get("tablesDone") or 0})
         out = _answer(record, None, set(), totals, resolved, notes, steps, cfg, endpoint)
         return out.model_copy(update={"state": "ready", "progress": progress})
     error = BuildError(**row.error) if row.error else None
