@@ -18,8 +18,10 @@ NAME_PATTERN = r"^[_A-Za-z][_0-9A-Za-z]*$"
 
 
 class GraphQLInput(ToolInput):
-    query: str | None = Field(None, max_length=1_000_000, description=(
-        "Read-only; size bounded by the limits.graphql_* settings."))
+    # The schema publishes the configured bound (8000 by default); the model's own limit only
+    # stops a body that is all query before anything is parsed.
+    query: Annotated[str | None, Configured("limits.graphql_max_query_chars", "maxLength")] = Field(
+        None, max_length=1_000_000, description="Read-only query.")
     introspect_type: str | None = Field(None, pattern=NAME_PATTERN, max_length=200,
                                         description="Describe this type instead (e.g. Site).")
     variables: dict[str, Any] | None = None

@@ -11,6 +11,8 @@ FOLDER = "datasets"
 DATASET_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$"
 # The view of a sensor table with each row's position joined: "<table>_positioned".
 POSITIONED = "_positioned"
+# Keys of the per-site readmes in dataset.json's files: readme_<site> (tables.dataset, tables.side).
+READMES = "readme_"
 
 
 def on_disk(path: Path, size: int | None) -> bool:

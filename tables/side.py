@@ -11,11 +11,12 @@ NEON's files.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tables import dataset, names
-from tables.layout import POSITIONED
+from tables import names
+from tables.layout import POSITIONED, READMES
 
 if TYPE_CHECKING:
     import duckdb
@@ -53,7 +54,7 @@ def relations(record: dict[str, Any], by_source: dict[str, Any]) -> dict[str, tu
         if f:
             rel = by_source.get(f.get("source"))
             out[name.lower()] = (name, {rel} if rel else set())
-    readmes = [v for k, v in files.items() if k.startswith(dataset.READMES)]
+    readmes = [v for k, v in files.items() if k.startswith(READMES)]
     if readmes:
         out[README] = (README, {r for r in (by_source.get(v.get("source")) for v in readmes) if r})
     return out
@@ -80,13 +81,13 @@ def added_rows(record: dict[str, Any], described: set[tuple[str, str]]) -> list[
     return rows
 
 
-def create(con: duckdb.DuckDBPyConnection, folder: Path, record: dict[str, Any]) -> None:
-    """The side tables in the engine (called while files may still be read)."""
+def create(con: duckdb.DuckDBPyConnection, folder: Path, record: dict[str, Any],
+           made: Callable[[str, str], bool]) -> None:
+    """The side tables in the engine (called while files may still be read); `made(ddl, key)`
+    runs one table's DDL, leaving the relation out when it fails (tables.query._made)."""
     files = record.get("files") or {}
     var = files.get("variables")
-    if var:
-        path = folder / var["file"]
-        con.execute(f"CREATE TABLE {VARIABLES} AS SELECT * FROM {_csv(path)}")
+    if var and made(f"CREATE TABLE {VARIABLES} AS SELECT * FROM {_csv(folder / var['file'])}", VARIABLES):
         header = [d[0] for d in con.execute(f"SELECT * FROM {VARIABLES} LIMIT 0").description or []]
         if {"table", "fieldName"} <= set(header):
             described = {(str(a), str(b)) for a, b in con.execute(f'SELECT "table", fieldName FROM {VARIABLES}')
@@ -101,11 +102,11 @@ def create(con: duckdb.DuckDBPyConnection, folder: Path, record: dict[str, Any])
     for name, kind in CSV_TABLES.items():
         f = files.get(kind)
         if f:
-            con.execute(f"CREATE TABLE {_q(name)} AS SELECT * FROM {_csv(folder / f['file'])}")
-    readmes = sorted((v for k, v in files.items() if k.startswith(dataset.READMES)), key=lambda v: v["site"])
-    if readmes:
+            made(f"CREATE TABLE {_q(name)} AS SELECT * FROM {_csv(folder / f['file'])}", name.lower())
+    readmes = sorted((v for k, v in files.items() if k.startswith(READMES)), key=lambda v: v["site"])
+    if readmes and made(f"CREATE TABLE {README} (siteID VARCHAR, release VARCHAR, file VARCHAR, text VARCHAR)",
+                        README):
         by_source = {s["name"]: s.get("release") for s in record.get("sources") or []}
-        con.execute(f"CREATE TABLE {README} (siteID VARCHAR, release VARCHAR, file VARCHAR, text VARCHAR)")
         for v in readmes:
             text = (folder / v["file"]).read_text(encoding="utf-8", errors="replace")
             con.execute(f"INSERT INTO {README} VALUES (?, ?, ?, ?)",

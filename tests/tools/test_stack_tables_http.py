@@ -73,6 +73,10 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
     done_counts = [b["progress"]["filesDownloaded"] or 0 for b in seen]
     assert done_counts == sorted(done_counts)
     assert done["progress"]["phase"] == "ready" and done["progress"]["filesDownloaded"] == done["progress"]["filesTotal"]
+    # Ready: the totals are the build's, as its progress says (they read 0 files and 0 bytes).
+    totals, prog = done["totals"], done["progress"]
+    assert (totals["sourceFiles"], totals["downloaded"], totals["bytesTransferred"]) == (
+        prog["filesTotal"], prog["filesDownloaded"], prog["bytesDownloaded"]) and totals["bytesTransferred"] > 0
     # Ready: the dataset's next step is a query of it, then its dictionary.
     assert [s["tool"] for s in done["nextSteps"]] == ["eco_query_tables", "eco_describe_tables"]
     assert done["nextSteps"][0]["arguments"]["dataset_id"] == done["datasetId"]
