@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from mcp import Client
 
@@ -90,16 +91,17 @@ async def agent(client: Client, call: Call) -> dict[str, Any]:
             "answer": answer, "cites": cites, "prompt": prompt}
 
 
-def shallowest_monthly(answer: dict[str, Any]) -> tuple[dict[str, float], str | None]:
+def shallowest_monthly(answer: dict[str, Any]) -> tuple[dict[tuple[str, str], float], str | None]:
     """The agent's reading of the query's answer: the rows of the shallowest sensor (the vertical
-    position of the zOffset nearest the surface), as month -> mean, and the mean's unit."""
+    position of the zOffset nearest the surface), as (month, the day its position period began) ->
+    mean (a sensor moved within a month has a row for each height), and the mean's unit."""
     cols = [c["name"] for c in answer["columns"]]
     z, month, vertical = cols.index("zOffset"), cols.index("month"), cols.index("verticalPosition")
+    since = cols.index("positionStartDateTime")
     mean = next(i for i, c in enumerate(cols) if c.endswith("Monthly"))
     top = max(answer["rows"], key=lambda r: r[z])[vertical]
     rows = [r for r in answer["rows"] if r[vertical] == top]
-    assert len({r[month] for r in rows}) == len(rows), rows  # one mean a month
-    return {r[month][:7]: r[mean] for r in rows}, answer["columns"][mean]["units"]
+    return {(r[month][:7], r[since][:10]): r[mean] for r in rows}, answer["columns"][mean]["units"]
 
 
 @pytest.fixture(scope="module")
@@ -118,13 +120,26 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     shallowest = str(positions.loc[positions["zOffset"].idxmax(), "HOR.VER"]).split(".")[1]
     st = theirs["ST_30_minute"]
     st = st[(st["siteID"] == SITE) & (st["verticalPosition"].astype(str) == shallowest)]
+    periods = positions[positions["HOR.VER"].astype(str).str.endswith(f".{shallowest}")]
+
+    def by_period(rows: Any) -> dict[tuple[str, str], float]:
+        """Month and position period -> mean: each row in the period its sensor was at a height."""
+        out: dict[tuple[str, str], float] = {}
+        for _, p in periods.iterrows():
+            t = rows["startDateTime"]
+            inside = rows[(t >= p["positionStartDateTime"]) & (pd.isna(p["positionEndDateTime"])
+                                                                | (t < p["positionEndDateTime"]))]
+            for month, mean in inside.groupby(inside["startDateTime"].dt.strftime("%Y-%m"))["soilTempMean"].mean(
+                    ).items():
+                out[(month, p["positionStartDateTime"].strftime("%Y-%m-%d"))] = mean
+        return out
+
     passed = st[st["finalQF"] == 0]
-    monthly = passed.groupby(passed["startDateTime"].dt.strftime("%Y-%m"))["soilTempMean"].mean()
-    unfiltered = st.groupby(st["startDateTime"].dt.strftime("%Y-%m"))["soilTempMean"].mean()
+    monthly, unfiltered = by_period(passed), by_period(st)
     md5 = {s.name: hashlib.md5(s.path.read_bytes()).hexdigest() for s in sources}
     variables = theirs["variables_00041"]
     unit = variables[(variables["table"] == "ST_30_minute") & (variables["fieldName"] == "soilTempMean")]["units"]
-    return {"monthly": monthly.to_dict(), "unfiltered": unfiltered.to_dict(), "md5": md5, "vertical": shallowest,
+    return {"monthly": monthly, "unfiltered": unfiltered, "md5": md5, "vertical": shallowest,
             "releases": set(passed["release"]), "flagged": int((st["finalQF"] != 0).sum()), "unit": unit.iloc[0]}
 
 
@@ -143,7 +158,8 @@ def check(end: dict[str, Any], calls: list[str], folder: Path, reference: dict[s
     assert len(stacked_from) == 2 * 12  # two depths, twelve months
     got, unit = shallowest_monthly(end["answer"])
     want = reference["monthly"]
-    assert sorted(got) == sorted(want) == [f"{YEAR}-{m:02d}" for m in range(1, 13)]
+    assert sorted(got) == sorted(want) and sorted({m for m, _ in want}) == [f"{YEAR}-{m:02d}" for m in range(1, 13)]
+    assert len(want) == 13  # the shallow sensor moved on 2024-08-21: August has a mean for each height
     for month, value in want.items():
         assert got[month] == pytest.approx(value, rel=1e-9, abs=1e-9), month
     # A number with its unit, the variables file's; flagged rows left out, and there were some.
