@@ -22,12 +22,14 @@ to stderr and, when the client asked, as MCP progress notifications.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import json
 import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -1023,27 +1025,24 @@ def _citation_of(known: dict[Any, dict[str, Any]], release: str, tables: list[st
                          text=c.get("text"), tables=tables)
 
 
-async def _rows_read(call: CallContext, folder: Path, sql: str, result: query.Result
+async def _rows_read(result: query.Result, run: Callable[[str], concurrent.futures.Future[query.Result]]
                      ) -> tuple[list[QueryCitation], list[str]]:
     """The citations of the releases of the rows the query read, and the quality-flag note: from
-    a follow-up of the query's FROM and WHERE through the same sandboxed engine (tables.lineage);
-    every table's releases, said so, where the query's shape does not tell."""
-    from tables import lineage, query
+    a follow-up of the query's FROM and WHERE (planned by tables.lineage in the engine worker) run
+    through the same sandboxed engine; every table's releases, said so, where the query's shape
+    does not tell."""
+    from tables import lineage
 
     if not result.tables:
         return [], []
-    follow = await asyncio.to_thread(lineage.plan, result.dataset, sql)
+    follow = lineage.FollowUp.from_json(result.follow_up, result.dataset)
     notes: list[str] = []
     got: lineage.Lineage | None = None
     # A table of one release needs no follow-up for its citation: every row read is of it.
     single = follow.table is not None and len(follow.table.releases) <= 1
     if follow.sql is not None and (follow.flags or not single):
-        run = query.QueryRun(folder, follow.sql, 1, _query_limits(call))
         try:
-            done = await asyncio.wrap_future(run.start())
-        except asyncio.CancelledError:
-            run.cancel()
-            raise
+            done = await asyncio.wrap_future(run(follow.sql))
         except EcoError as exc:
             notes.append(f"Which releases the rows came from could not be read ({exc.code}): cited every release of "
                          "the tables read.")
@@ -1154,7 +1153,13 @@ async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTables
     record = result.dataset.record
     sel = record.get("selection") or {}
     sites = list(sel.get("siteCodes") or [])
-    cites, read_notes = await _rows_read(call, folder, args.sql, result)
+    try:
+        cites, read_notes = await _rows_read(result, lambda sql: engine.start(
+            folder, sql, 1, _query_limits(call), budget=None, cpu_s=tcfg.query_cpu_s,
+            settings=engine.Settings(workers=tcfg.engine_workers, memory_mb=tcfg.engine_memory_mb), cancel=cancel))
+    except asyncio.CancelledError:
+        cancel.set()
+        raise
     out = QueryTablesOutput(
         dataset_id=result.dataset.id, product_code=record.get("product", ""),
         columns=[QueryColumn(name=c.name, type=c.type, units=c.units, units_reason=c.units_reason)

@@ -2,7 +2,8 @@
 every release of the tables) and, for an aggregate of measured fields of a table with a final
 quality flag that the query does not filter on, how many of the rows it read were flagged.
 
-    plan(ds, sql) -> FollowUp      pure (DuckDB's parser only): the follow-up query, or why none
+    plan(ds, sql) -> FollowUp      pure (DuckDB's parser only, in the engine worker): the follow-up
+                                   query, or why none; to_json/from_json carry it to the server
     FollowUp.read(row) -> Lineage  what the follow-up answered
 
 The follow-up is the query's own FROM and WHERE with a select list of its own
@@ -50,6 +51,19 @@ class FollowUp:
     flags: list[str] = field(default_factory=list)  # the flags it counts rows with set
     fields: list[str] = field(default_factory=list)  # the measured fields aggregated without their flag
     undecidable: str | None = None  # why the rows' releases are not decidable from the query's shape
+
+    def to_json(self) -> dict[str, Any]:
+        """What crosses from the engine worker: the table by name."""
+        return {"sql": self.sql, "table": self.table.name if self.table else None, "releases": self.releases,
+                "flags": self.flags, "fields": self.fields, "undecidable": self.undecidable}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None, ds: Dataset) -> FollowUp:
+        if not data:
+            return cls(None)
+        t = ds.tables.get(str(data.get("table") or "").lower())
+        return cls(data.get("sql"), t, bool(data.get("releases")), list(data.get("flags") or []),
+                   list(data.get("fields") or []), data.get("undecidable"))
 
     def read(self, row: list[Any] | tuple[Any, ...]) -> Lineage:
         values = list(row)

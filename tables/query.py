@@ -530,6 +530,7 @@ class Result:
     dataset: Dataset
     by_bytes: bool = False  # the rows stop at the byte budget
     cut: list[str] = field(default_factory=list)  # columns whose value was cut to fit the budget
+    follow_up: dict[str, Any] | None = None  # tables.lineage's plan of the rows read (JSON, from the worker)
 
 
 def _type_name(t: Any) -> str:
@@ -809,7 +810,10 @@ class QueryRun:
             if page.more and not page.by_bytes:
                 total = self._count_rest(cur, len(page.rows) + 1, started, page.used / max(1, len(page.rows)))
             seconds = time.monotonic() - started
-            return Result(columns, page.rows, page.more, total, seconds, checked.tables, ds, page.by_bytes, page.cut)
+            from tables import lineage
+
+            return Result(columns, page.rows, page.more, total, seconds, checked.tables, ds, page.by_bytes, page.cut,
+                          lineage.plan(ds, self.sql).to_json())
         except duckdb.Error as exc:
             raise engine_error(exc, self.sql, ds, checked, self.limits, self._cancelled) from None
         except RecursionError:  # a tree the parser's bound let through, read deeper than Python goes
