@@ -133,11 +133,14 @@ def _shape(node: dict[str, Any]) -> str | None:
     return None
 
 
-def plan(ds: Dataset, sql: str) -> FollowUp:
-    """The follow-up query of `sql` over the dataset `ds` (its own parse; the query was checked)."""
+def plan(ds: Dataset, sql: str, con: Any = None) -> FollowUp:
+    """The follow-up query of `sql` over the dataset `ds` (parsed again on `con`, the query's own
+    connection, else one of its own; the query was checked)."""
     import duckdb
 
-    con = duckdb.connect(":memory:")
+    own = con is None
+    if own:
+        con = duckdb.connect(":memory:")
     try:
         tree = _parse(con, sql)
         if tree is None:
@@ -188,4 +191,5 @@ def plan(ds: Dataset, sql: str) -> FollowUp:
     except duckdb.Error:
         return FollowUp(None, undecidable="the query could not be parsed again")
     finally:
-        con.close()
+        if own:
+            con.close()

@@ -813,7 +813,7 @@ class QueryRun:
             from tables import lineage
 
             return Result(columns, page.rows, page.more, total, seconds, checked.tables, ds, page.by_bytes, page.cut,
-                          lineage.plan(ds, self.sql).to_json())
+                          lineage.plan(ds, self.sql, con).to_json())
         except duckdb.Error as exc:
             raise engine_error(exc, self.sql, ds, checked, self.limits, self._cancelled) from None
         except RecursionError:  # a tree the parser's bound let through, read deeper than Python goes
