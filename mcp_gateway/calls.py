@@ -35,8 +35,8 @@ from families.call import CallContext, InputNeeded
 from mcp_gateway import budget, splice
 from mcp_gateway.arguments import name_segment_field, parse_arguments
 from mcp_gateway.registry import ToolSpec
-from upstream.client import PathSegmentError
 from upstream.context import Accounting, call_scope
+from upstream.segments import PathSegmentError
 
 log = logging.getLogger("eco.gateway")
 
