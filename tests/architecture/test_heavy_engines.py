@@ -43,9 +43,11 @@ def test_an_http_worker_ready_to_serve_has_loaded_no_heavy_engine(tmp_path):
 
 
 # Before a stdio server's first answer: none of the engines, nor the upstream client (httpx, its
-# transports, the reply models), which the first call that asks NEON loads. A desktop client
+# transports, the reply models), which the first call that asks NEON loads, nor the call machinery
+# (argument checks, the wire models) or a YAML parser no --config asked for. A desktop client
 # waits for that answer, so every module on its way is start-up that the bare SDK does not pay.
-BEFORE_FIRST_ANSWER = (*HEAVY, "httpx", "httpcore", "aiohttp", "upstream.client", "upstream.models")
+BEFORE_FIRST_ANSWER = (*HEAVY, "httpx", "httpcore", "aiohttp", "upstream.client", "upstream.models", "mcp_gateway.calls",
+                       "eco_core.wire", "yaml")
 STDIO = """
 import json, os, sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eco_service.settings")
