@@ -121,6 +121,11 @@ class Smoke:
             body = await self.call(tool, args, "plan")
             if tool == "eco_stack_tables" and body is not None:
                 await self.until_ready(body)
+        # A tool PLAN does not know yet: what the answers so far offered for it, else its seed.
+        for tool in sorted(set(self.walk.tools) - set(self.walk.calls)):
+            args = self.offered(tool) or self.seed(tool)
+            if args is not None:
+                await self.call(tool, args, "offered by an earlier answer")
 
     async def until_ready(self, body: dict[str, Any]) -> None:
         """A building dataset (HTTP: built by the server's store) polled by its own nextStep."""
@@ -139,7 +144,7 @@ class Smoke:
 
     def problems(self) -> list[str]:
         uncalled = sorted(set(self.walk.tools) - set(self.walk.calls))
-        return [*self.walk.problems, *(f"{tool}: left uncalled (no arguments found)" for tool in uncalled)]
+        return [*self.walk.problems, *(f"{tool}: left uncalled (no answer offered arguments for it and it has no seed: add it to PLAN)" for tool in uncalled)]
 
 
 def _next_or_seed(tool: str) -> Callable[[Smoke], Args | None]:
@@ -229,12 +234,12 @@ class Demo:
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()
             if not line:
-                raise SystemExit(f"eco_demo ended before it was ready:\n{''.join(lines)}"
-                                 f"{self.err.read_text(errors='replace')[-4000:]}")
+                raise RuntimeError(f"eco_demo ended before it was ready:\n{''.join(lines)}"
+                                   f"{self.err.read_text(errors='replace')[-4000:]}")
             lines.append(line.rstrip("\n"))
             if line.startswith("Ctrl-C"):
                 return lines
-        raise SystemExit(f"eco_demo was not ready within {READY_TIMEOUT_S} s")
+        raise RuntimeError(f"eco_demo was not ready within {READY_TIMEOUT_S} s")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -285,6 +290,8 @@ async def main() -> int:
         transport = streamable_http_client(url, http_client=create_mcp_http_client(headers={"X-API-Token": token}))
         async with Client(transport, mode="2026-07-28", read_timeout_seconds=CALL_TIMEOUT_S) as client:
             walks.append(await _walk(client, "http"))
+    except Exception as exc:  # reported with the servers' stderr below, not as a bare traceback
+        problems.append(f"the walk stopped: {type(exc).__name__}: {exc}")
     finally:
         demo.stop()
         problems += _stderr_problems("the stdio server", stdio_err)

@@ -15,10 +15,11 @@ from tests.runtime.conftest import ROOT, runtime_env
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.timeout(900)  # the demo's start and two walks, on a loaded CI box: over the default
 def test_every_listed_tool_answers_over_stdio_and_http_from_the_runtime_environment(runtime_python, tmp_path):
     run = subprocess.run([runtime_python, str(ROOT / "tests" / "runtime" / "smoke_walk.py"), "--data-dir",
                           str(tmp_path / "demo")], cwd=ROOT, env=runtime_env(tmp_path / "unused"),
-                         capture_output=True, text=True, timeout=900)
+                         capture_output=True, text=True, timeout=840)
     report = run.stdout[-12000:] + run.stderr[-6000:]
     assert run.returncode == 0, report
     assert "smoke walk:" in run.stdout and ", 0 problems" in run.stdout, report
