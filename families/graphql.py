@@ -4,6 +4,7 @@ tool anticipated, with the guard rails checked on the parsed query before any re
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -65,12 +66,16 @@ async def graphql(args: GraphQLInput, call: CallContext) -> GraphQLOutput:
         a = await describe_type(client, args.introspect_type, max_bytes=max_bytes, max_reply_bytes=max_reply_bytes)
     else:
         assert args.query is not None
-        checked = check_query(args.query, operation_name=args.operation_name,
-                              max_chars=limits.graphql_max_query_chars, max_depth=limits.graphql_max_depth,
-                              bounds=QueryBounds(max_aliases=limits.graphql_max_aliases,
-                                                 max_nodes=limits.graphql_max_estimated_nodes,
-                                                 list_estimate=limits.graphql_list_estimate),
-                              variables=args.variables)
+        # On a worker thread: a query within the bounds can still take graphql-core's validation a
+        # few hundred ms (same-named fields are compared pairwise), which the event loop, and every
+        # other caller on it, must not wait out. Bounds are sized without expanding fragments.
+        checked = await asyncio.to_thread(
+            check_query, args.query, operation_name=args.operation_name,
+            max_chars=limits.graphql_max_query_chars, max_depth=limits.graphql_max_depth,
+            bounds=QueryBounds(max_aliases=limits.graphql_max_aliases, max_nodes=limits.graphql_max_estimated_nodes,
+                               list_estimate=limits.graphql_list_estimate,
+                               max_fields=limits.graphql_max_query_chars),
+            variables=args.variables)
         a = await run_query(client, checked, variables=args.variables, max_bytes=max_bytes,
                             max_reply_bytes=max_reply_bytes)
     notes = list(a.notes)
