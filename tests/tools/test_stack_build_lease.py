@@ -155,3 +155,38 @@ async def test_a_build_the_broker_lost_is_queued_again_and_a_worker_builds_it_on
     # However often it was queued again, one run built it: each source file fetched once.
     fetched = fresh_sim.requests.matching(STORAGE)
     assert len(fetched) == len({r.path for r in fetched}) == done["progress"]["filesTotal"]
+
+
+async def test_parallel_identical_stack_calls_on_sqlite_share_one_build_and_none_reads_an_outage(fresh_sim, tmp_path):
+    """A busy SQLite (another caller's transaction holding the write lock) is waited for: 42 callers
+    asking for the same dataset at once all get it, none catalog_unavailable."""
+    data = tmp_path / "web-data"
+    env = {**base_env(fresh_sim, data), "ECO_MCP_SERVER__ALLOW_INSECURE_HEADER_TOKEN": "true",
+           "ECO_MCP_TABLES__STORE_DIRECTORY": str(tmp_path / "store"),
+           "ECO_MCP_DOWNLOADS__ALLOWED_HOSTS": "127.0.0.1,localhost"}
+    callers = 42
+    tokens = [fresh_sim.issue_token(exp_s=7200 + i) for i in range(callers + 1)]
+    with serve_http(env, tmp_path / "web.log") as web:  # no DATABASE_URL: the embedded SQLite
+        async with caller(web.url, tokens[-1]) as warm:
+            # The catalogs, built once by a first call, so the race is the one on the dataset's row.
+            await _call(warm, {**SEL, "end_month": "2023-06"})
+
+        async def one(token: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+            async with caller(web.url, token) as client:
+                return await _call(client, SEL)
+
+        answers = await asyncio.gather(*(one(t) for t in tokens[:callers]))
+        errors = [err for _, err in answers if err is not None]
+        assert errors == [], errors[:3]
+        ids = {body["datasetId"] for body, _ in answers if body is not None}
+        assert len(ids) == 1
+        async with caller(web.url, tokens[0]) as client:
+            done = await _poll_until(client, ids.pop(), lambda b: b["state"] == "ready", seconds=240,
+                                     why=lambda: web.log.text()[-3000:])
+    assert all(t["rows"] > 0 for t in done["tables"])
+    import sqlite3
+
+    with sqlite3.connect(data / "eco.sqlite3") as conn:
+        [(attempts, state)] = conn.execute("SELECT attempts, state FROM tables_dataset WHERE dataset_id = ?",
+                                           [done["datasetId"]]).fetchall()
+    assert (attempts, state) == (1, "ready")
