@@ -344,3 +344,36 @@ def test_the_kept_query_engine_of_a_deleted_or_evicted_dataset_is_dropped(ops_st
     shutil.rmtree(ops_store / two)
     query.QueryRun(ops_store / three, "SELECT 1", 1, limits).run()
     assert kept() == {str(ops_store / three)}
+
+
+async def test_a_reused_source_whose_md5_differs_from_the_listing_is_fetched_again(
+        http_server, sim_cfg, fresh_sim, active_config, store, rows_cleared):
+    """A failed build leaves its sources for the retry; one edited since (same size, other bytes)
+    is not NEON's file: the retry fetches it again, and reuses only the files whose MD5 matches."""
+    require_postgres()
+    token = fresh_sim.issue_token()
+    cfg = active_config(server_config(fresh_sim, store))
+    sel = {k: v for k, v in SEL.items() if k != "tables"}  # every table: the refused one among them
+    with http_server(cfg) as srv:
+        async with caller(srv.url, token) as client:
+            # One table's files are refused: the build fails after the others landed.
+            fresh_sim.faults.add("status", route=r"^/storage/.*ltr_massdata", status=500)
+            first = await stack(client, sel)
+            failed = await poll(client, first["datasetId"], [], until=("failed",))
+            sources = store / ".sources" / first["datasetId"]
+            landed = sorted(p for p in sources.rglob("NEON.*.csv") if p.is_file())
+            assert landed, failed
+            edited = landed[0]
+            data = bytearray(edited.read_bytes())
+            at = next(i for i in range(len(data) - 1, 0, -1) if chr(data[i]).isdigit())
+            data[at] = ord("7") if data[at] != ord("7") else ord("3")
+            edited.write_bytes(bytes(data))  # same size, other bytes
+            fresh_sim.faults.clear()
+            fresh_sim.requests.clear()
+            retried = await stack(client, sel)
+            assert retried["datasetId"] == first["datasetId"] and retried["state"] == "building"
+            done = await poll(client, first["datasetId"], [])
+    fetched = {r.path.rsplit("/", 1)[-1] for r in fresh_sim.requests.matching(STORAGE)}
+    assert edited.name in fetched
+    assert not fetched & {p.name for p in landed[1:]}  # whole and unchanged: reused
+    assert done["state"] == "ready" and all(t["rows"] > 0 for t in done["tables"])
