@@ -1,8 +1,7 @@
 """The beat schedule of the catalog refreshes, stored with django-celery-beat.
 
 Created after `migrate` (post_migrate): the catalogs every `cache.ttl_s.catalog`, the location
-subtrees (catalog.services.location_subtrees) every `cache.ttl_s.locations`, and the dataset
-store's sweep of its builds (tables.tasks) every 30 s. An existing entry is
+subtrees (catalog.services.location_subtrees) every `cache.ttl_s.locations`. An existing entry is
 left as the operator set it in the admin; delete it to get the default back.
 """
 
@@ -12,8 +11,6 @@ import json
 
 PERIODIC_TASK_NAME = "eco: refresh catalogs"
 SUBTREES_PERIODIC_TASK_NAME = "eco: refresh location subtrees"
-BUILDS_SWEEP_PERIODIC_TASK_NAME = "eco: requeue lost dataset builds"
-BUILDS_SWEEP_EVERY_S = 30
 
 
 def ensure_refresh_schedule(*, using: str = "default", **_: object) -> None:
@@ -26,11 +23,6 @@ def ensure_refresh_schedule(*, using: str = "default", **_: object) -> None:
     _ensure(using, SUBTREES_PERIODIC_TASK_NAME, SUBTREES_TASK_NAME, ttl.locations,
             "Store every site's location subtree (one request per site, paced to leave the rate budget "
             "to interactive calls).")
-    from tables.tasks import SWEEP_TASK
-
-    _ensure(using, BUILDS_SWEEP_PERIODIC_TASK_NAME, SWEEP_TASK, BUILDS_SWEEP_EVERY_S,
-            "Queue again a dataset build no worker took within its lease (the broker lost it), and record "
-            "failed one whose lease ran out.")
 
 
 def _ensure(using: str, name: str, task: str, every: int, description: str) -> None:

@@ -1,6 +1,6 @@
 """The dataset store's Celery tasks (found by the Celery app's autodiscovery). A build's message
 holds the dataset id only: what to fetch is in the dataset's row (tables.store). Beat sweeps the
-builds in progress (catalog.schedule adds the entry), so a build whose message the broker lost is
+builds in progress (tables.apps adds the entry), so a build whose message the broker lost is
 queued again within a lease even when nobody asks about it."""
 
 from __future__ import annotations

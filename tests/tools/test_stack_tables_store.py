@@ -377,3 +377,13 @@ async def test_a_reused_source_whose_md5_differs_from_the_listing_is_fetched_aga
     assert edited.name in fetched
     assert not fetched & {p.name for p in landed[1:]}  # whole and unchanged: reused
     assert done["state"] == "ready" and all(t["rows"] > 0 for t in done["tables"])
+
+
+def test_beat_sweeps_the_builds_in_progress_every_30_s_after_migrate(db):
+    from django_celery_beat.models import PeriodicTask
+
+    from tables.apps import BUILDS_SWEEP_PERIODIC_TASK_NAME
+    from tables.tasks import SWEEP_TASK
+
+    entry = PeriodicTask.objects.get(name=BUILDS_SWEEP_PERIODIC_TASK_NAME)
+    assert entry.task == SWEEP_TASK and entry.interval.every == 30 and entry.enabled
