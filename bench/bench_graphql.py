@@ -1,9 +1,9 @@
 """Benchmark of eco_graphql: the guard-rail check (parse, operation and root-field rules, depth
 through fragments, what the query asks for, local schema validation) in process for a small query,
-for one at the alias and depth limits and for the 400-alias query that once stalled the server;
+for one at the alias and depth limits and for the 400-alias query that once stalled the server and issue 41's fragment bomb;
 reading and cutting a large reply to the budget; p50/p99 over HTTP for a small query and the
 hostile one's time to refusal (the SDK client against uvicorn on a loopback socket, the simulator
-behind it); and what four heavy calls at once (each a 5 MB reply cut to the budget) do to
+behind it); /healthz while waves of four fragment bombs are refused; and what four heavy calls at once (each a 5 MB reply cut to the budget) do to
 /healthz and eco_ping timed from another task meanwhile, with the process's resident growth.
 
     .venv/bin/python bench/bench_graphql.py [--calls 200]
@@ -28,6 +28,13 @@ graphql-core 3.3.2, 200 calls; milliseconds):
   eco_ping during 4 heavy calls at once (34 samples)               11.7      64.5
   the 4 heavy calls (5 MB replies each): 920 ms wall; resident growth 45 MB (each reply's bytes
   and text while read, the simulator's copies too; the read bound is 8 MB per reply)
+Issue 41's fragment bomb (939 characters, 25 fragments each spreading the next twice: 2^24
+aliased roots), same VM, load average ~6, 200 calls (milliseconds):
+  refusal of the fragment bomb, in process                          1.2      10.9
+  HTTP, fragment bomb refused, 4 at once (SDK client, no token)    62.2     102.2
+  /healthz during 4 fragment bombs at once (23 samples)            16.3      44.9
+Before the fragments were sized once each (root fields and aliases were collected by expanding
+every spread), one such query held the event loop 48 s and a /healthz probe waited 48.4 s.
 The refusal is graphql-core parsing the 7.5 KB document (the bounds are checked before its
 validation, which compares hundreds of aliased fields pairwise); its p99, like the HTTP one, is a
 full garbage collection of this process (the simulator's world included) landing in a run.
