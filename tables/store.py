@@ -527,7 +527,10 @@ def run_build(dataset_id: str) -> None:
         try:
             size = _build(cfg, row, writer)
         except LeaseLost:
-            log.warning("dataset %s: build stopped, its lease was lost; the row and files are left as they are",
+            if not patiently(lambda: Dataset.objects.filter(dataset_id=dataset_id).exists(), patience_s=lease_s):
+                _remove(cfg, dataset_id)  # deleted while it built: nothing may keep its files
+                return
+            log.warning("dataset %s: build stopped, its lease was lost; the row and files are left to their holder",
                         dataset_id)
             return
         except BaseException as exc:
