@@ -298,8 +298,8 @@ class Tables(_Section):
         "Bytes the dataset store may hold (HTTP); past it, the least recently used ready datasets are deleted."))
     build_lease_s: float = Field(60.0, ge=1, le=3600, description=(
         "A store build's lease (HTTP): renewed by the running build every sixth of it; a build whose lease ran "
-        "out is recorded failed, and a queued build no worker took within it is queued again. Long enough to "
-        "ride out a database restart."))
+        "out is recorded failed, and a queued build no worker took within half of it is queued again. Long "
+        "enough to ride out a database restart."))
 
 
 class Server(_Section):

@@ -3,7 +3,7 @@
     store_root(cfg) -> Path                     tables.store_directory, or the data folder's datasets/
     dataset_key(...) -> str                     selection + every source's name, MD5 and release
     lookup(id) -> Dataset | None                its row; a build whose lease ran out is recorded
-                                                 failed, one nobody took within a lease requeued
+                                                 failed, one nobody took within half a lease requeued
     claim(id, ...) -> (Dataset, queued)         one row per dataset: two callers share ONE build;
                                                  refused while the store has no room for it
     dispatch(id) -> note | None                  Celery when a broker is set and reachable, else a
@@ -37,8 +37,9 @@ renewed by a heartbeat thread every sixth of `tables.build_lease_s`. A renewal t
 database restarting) is tried again every second; the lease is long enough to ride that out, and
 progress writes are best effort meanwhile. A build is dead only once its lease has run out (the
 worker was killed): then the next look records it failed. A queued build that no worker has taken
-within one lease (the broker lost its queue, the process that queued it died) is queued again by
-the next look at its row or by beat's sweep (tables.tasks); a duplicate finds the lease taken.
+within half a lease (the broker lost its queue, the process that queued it died) is queued again
+by the next look at its row or by beat's sweep every 30 s (tables.tasks), so within a minute at
+the defaults; a duplicate finds the lease taken.
 Clocks: the lease is written by the builder's clock and read by the web's; they share a host or NTP.
 
 The store's cap counts bytes in flight: a build's planned source bytes are reserved from the
@@ -92,6 +93,8 @@ DIED = "the worker building this dataset ended before it finished (killed or cra
 LEASE_BEATS = 6
 # A renewal or end-of-build write that failed (database away) is tried again this soon.
 RETRY_S = 1.0
+# A queued build no worker took within this part of a lease is queued again (requeue).
+PICKUP_FRACTION = 0.5
 # A build no worker has started this long after it was queued was lost (the broker dropped it, or
 # the process that queued it died first): recorded failed, so a call with the selection queues it
 # again. Long, since a busy worker may be late to a build that is still queued.
@@ -168,13 +171,15 @@ def patiently(fn: Callable[[], T], *, patience_s: float, what: str = "") -> T:
             delay = min(delay * 2, RETRY_S)
 
 
-def _lease_s() -> float:
-    return float(get_config().tables.build_lease_s)
+def pickup_s() -> float:
+    """How long a queued build may wait for a worker before it is queued again: half a lease, so
+    with beat's sweep every 30 s a lost build is queued again within a minute at the defaults."""
+    return float(get_config().tables.build_lease_s) * PICKUP_FRACTION
 
 
 def lookup(dataset_id: str) -> Dataset | None:
     """The dataset's row. A build whose lease ran out (its worker died) is recorded failed; one no
-    worker took within a lease is queued again (requeue), and after QUEUE_WAIT_S recorded lost."""
+    worker took within half a lease is queued again (requeue), and after QUEUE_WAIT_S recorded lost."""
     row = Dataset.objects.filter(dataset_id=dataset_id).first()
     if row is None or row.state != BUILDING:
         return row
@@ -202,18 +207,18 @@ def lookup(dataset_id: str) -> Dataset | None:
 
 
 def requeue(row: Dataset, stamp: datetime | None = None) -> bool:
-    """Queue again a build no worker has taken within a lease of being queued (or requeued): the
+    """Queue again a build no worker has taken within pickup_s of being queued (or requeued): the
     broker may have lost it. Conditional on the last queueing read, so one caller requeues it."""
     stamp = stamp or now()
     last = row.requeued_at or row.queued_at
-    if last is None or (stamp - last).total_seconds() <= _lease_s():
+    if last is None or (stamp - last).total_seconds() <= pickup_s():
         return False
     n = Dataset.objects.filter(pk=row.pk, state=BUILDING, lease_expires_at=None, requeued_at=row.requeued_at).update(
         requeued_at=stamp, requeues=F("requeues") + 1)
     if not n:
         return False
     log.warning("dataset %s: no worker took its build within %.0f s of queueing it; queued again", row.dataset_id,
-                _lease_s())
+                pickup_s())
     dispatch(row.dataset_id)
     return True
 

@@ -204,22 +204,23 @@ def test_the_admin_lists_the_store_and_its_delete_removes_the_files(ops_store):
     assert not (ops_store / "DP1.10033.001.basic.2023-06.2023-07.cccc").exists()
 
 
-def test_a_build_no_worker_took_is_queued_again_after_a_lease_and_reads_failed_after_the_queue_wait(
+def test_a_build_no_worker_took_is_queued_again_after_half_a_lease_and_reads_failed_after_the_queue_wait(
         ops_store, monkeypatch):
     from tables import store
     from tables.models import Dataset
 
     sent: list[str] = []
     monkeypatch.setattr(store, "dispatch", lambda dataset_id: sent.append(dataset_id))
-    lease = eco_config.get_config().tables.build_lease_s
+    pickup = store.pickup_s()
+    assert pickup == eco_config.get_config().tables.build_lease_s / 2 == 30  # within a minute with beat's sweep
     row = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.dddd", state="building", size=0)
-    Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=lease - 10))
-    assert store.lookup(row.dataset_id).state == "building" and sent == []  # within a lease: still queued
-    Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=lease + 5))
+    Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=pickup - 10))
+    assert store.lookup(row.dataset_id).state == "building" and sent == []  # not yet: still queued
+    Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=pickup + 5))
     requeued = store.lookup(row.dataset_id)
     assert requeued.state == "building" and requeued.requeues == 1 and sent == [row.dataset_id]
     assert store.lookup(row.dataset_id).requeues == 1 and len(sent) == 1  # once a lease, not once a look
-    Dataset.objects.filter(pk=row.pk).update(requeued_at=datetime.now(UTC) - timedelta(seconds=lease + 5))
+    Dataset.objects.filter(pk=row.pk).update(requeued_at=datetime.now(UTC) - timedelta(seconds=pickup + 5))
     assert store.sweep() == 1 and len(sent) == 2  # beat's sweep finds it too
     Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=store.QUEUE_WAIT_S + 60))
     lost = store.lookup(row.dataset_id)
