@@ -311,6 +311,10 @@ class Tables(_Section):
         "Source bytes one dataset of the store may stack (HTTP); a larger selection is refused before any byte."))
     max_store_bytes: int = Field(21474836480, ge=1, le=1 << 48, description=(
         "Bytes the dataset store may hold (HTTP); past it, the least recently used ready datasets are deleted."))
+    build_lease_s: float = Field(60.0, ge=1, le=3600, description=(
+        "A store build's lease (HTTP): renewed by the running build every sixth of it; a build whose lease ran "
+        "out is recorded failed, and a queued build no worker took within half of it is queued again. Long "
+        "enough to ride out a database restart."))
 
 
 class Server(_Section):
