@@ -34,7 +34,18 @@ from pathlib import Path
 from typing import Any
 
 from tables.layout import DATASET_ID_PATTERN, DATASET_JSON, FOLDER  # noqa: F401  (re-exported)
-from tables.stack import TMP_SUFFIX, SourceFile, TablePlan, TableResult, build_table, plan_tables, result_of, tmp_name
+from tables.stack import (
+    TMP_SUFFIX,
+    SourceFile,
+    TablePlan,
+    TableResult,
+    Unreadable,
+    build_table,
+    distinct_variables,
+    plan_tables,
+    result_of,
+    tmp_name,
+)
 from tables.variables import FieldDef, parse
 
 log = logging.getLogger("eco.tables")
@@ -213,6 +224,20 @@ def fields_of(sources: list[SourceFile]) -> tuple[SourceFile, tuple[FieldDef, ..
     return src, parse(src.path.read_bytes())
 
 
+def older_fields(sources: list[SourceFile], newest_src: SourceFile) -> tuple[tuple[FieldDef, ...], ...]:
+    """The fields of the selection's other variables files (one per content, newest first): what
+    names a column only an older month's files carry. One that does not parse is passed over."""
+    out = []
+    for src in distinct_variables(sources):
+        if src.name == newest_src.name or (src.md5 is not None and src.md5 == newest_src.md5):
+            continue
+        try:
+            out.append(parse(src.path.read_bytes()))
+        except (OSError, ValueError):
+            log.warning("passed over the variables file %s: not readable", src.name)
+    return tuple(out)
+
+
 def build(folder: Path, sources: list[SourceFile], *, root: Path, product: str, package: str,
           wanted: list[str] | None, selection: dict[str, Any], citations: list[dict[str, Any]],
           issue_log: list[dict[str, Any]] | None, progress: Progress | None = None) -> Built:
@@ -223,7 +248,8 @@ def build(folder: Path, sources: list[SourceFile], *, root: Path, product: str, 
         if _clear_leftovers(folder):
             log.info("removed temporary files an interrupted stack left in %s", folder.name)
         var_src, fields = fields_of(sources)
-        plans, notes = plan_tables(sources, fields, package, set(wanted) if wanted else None)
+        plans, notes = plan_tables(sources, fields, package, set(wanted) if wanted else None,
+                                   older_fields(sources, var_src))
         if wanted:
             missing = sorted(set(wanted) - {p.name for p in plans})
             if missing:
@@ -249,9 +275,18 @@ def build(folder: Path, sources: list[SourceFile], *, root: Path, product: str, 
         progress.files_total = sum(len(p.files) for p in todo)
         progress.tables_total = len(todo)
 
-        def one(plan: TablePlan) -> TableResult:
+        left_out: dict[str, str] = {}
+
+        def one(plan: TablePlan) -> TableResult | None:
             started = time.monotonic()
-            got = build_table(plan, folder, product=product, progress=progress.file_read)
+            try:
+                got = build_table(plan, folder, product=product, progress=progress.file_read)
+            except Unreadable as exc:
+                # A side table is read beside the data, never instead of it: the data tables stand.
+                log.warning("left out %s: %s", plan.name, exc)
+                left_out[plan.name] = str(exc)
+                progress.table_done(plan.name)
+                return None
             log.info("stacked %s: %d rows from %d files in %.1f s", plan.name, got.rows, len(plan.files),
                      time.monotonic() - started)
             progress.table_done(plan.name)
@@ -264,11 +299,20 @@ def build(folder: Path, sources: list[SourceFile], *, root: Path, product: str, 
         with ThreadPoolExecutor(max_workers=max(1, min(SIDE_BY_SIDE, len(small))),
                                 thread_name_prefix="eco-stack-table") as pool:
             futures = {p.name: pool.submit(one, p) for p in small}
+            done: dict[str, TableResult | None] = {}
             for plan in todo:
                 if plan.layout == "sensor":
-                    results[plan.name] = one(plan)
+                    done[plan.name] = one(plan)
             for name, fut in futures.items():
-                results[name] = fut.result()
+                done[name] = fut.result()
+        results.update({name: got for name, got in done.items() if got is not None})
+        for name, why in sorted(left_out.items()):
+            (folder / f"{name}.parquet").unlink(missing_ok=True)
+            notes.append(_left_out_note(name, why, [p for p in plans if p.layout == "sensor"]))
+        # What each table's stacking had to say (columns only some months carry, values kept as
+        # text, side-table files left out) is said in the answer too.
+        for name in sorted(results):
+            notes += [n for n in results[name].notes if n not in notes]
         for name, prior in old_tables.items():
             if name not in results and prior.get("file"):
                 (folder / prior["file"]).unlink(missing_ok=True)  # a table this selection no longer has
@@ -291,6 +335,14 @@ def build(folder: Path, sources: list[SourceFile], *, root: Path, product: str, 
         if todo or not old or _changed(old, record):
             _write_atomic(folder / DATASET_JSON, _json_text(record).encode())
         return Built(record=record, rebuilt=[p.name for p in todo], kept=kept, notes=notes)
+
+
+def _left_out_note(name: str, why: str, sensors: list[TablePlan]) -> str:
+    text = f"{why}; left out, every other table is stacked."
+    if name == "sensor_positions" and sensors:
+        views = ", ".join(f"{p.name}_positioned" for p in sensors[:5])
+        text += f" Without it there are no positioned views ({views}); the sensor tables answer as they are."
+    return text
 
 
 def _json_text(record: dict[str, Any]) -> str:

@@ -48,10 +48,11 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from tables import names
-from tables.variables import FieldDef, column_type, for_table
+from tables.variables import SENSOR_POSITIONS_FIELDS, FieldDef, column_type, for_table
 
 # Bumped whenever the same sources would give other Parquet bytes: every table is rebuilt once.
-ENGINE_VERSION = "1"
+# 2: columns only some files carry are kept; every sensor_positions form is read by its own header.
+ENGINE_VERSION = "2"
 TMP_SUFFIX = ".tmp"
 # Rows gathered before one Parquet row group is written.
 CHUNK_ROWS = 1 << 18
@@ -79,7 +80,8 @@ ARROW_TYPES: dict[str, pa.DataType] = {
 DATE_COLUMNS = ("collectDate", "endDate", "startDate", "date", "endDateTime", "startDateTime", "yearMonth", "year")
 SPAN_START = ("startDateTime", "startDate", "collectDate", "date", "endDateTime", "endDate", "labSpecificStartDate")
 SPAN_END = ("endDateTime", "endDate", "collectDate", "date", "startDateTime", "startDate", "labSpecificEndDate")
-# sensor_positions files published before 2024 name their columns differently.
+# sensor_positions files published before 2024 name their columns differently (2019-2022: every
+# one of these; 2017-2018: only the reference coordinates, and no names, periods or references).
 OLD_POSITION_COLUMNS = {
     "name": "sensorLocationID", "description": "sensorLocationDescription", "start": "positionStartDateTime",
     "end": "positionEndDateTime", "referenceName": "referenceLocationID",
@@ -111,6 +113,9 @@ class TablePlan:
     files: tuple[SourceFile, ...]
     fields: tuple[FieldDef, ...]
     package: str
+    # The table's other rows in the variables files (the other package's, and fields only older
+    # variables files list, newest first): what a column that only some files carry is named by.
+    others: tuple[FieldDef, ...] = ()
 
     @property
     def file_name(self) -> str:
@@ -120,6 +125,9 @@ class TablePlan:
         """Changes when anything the table is made from changes: its files, its fields, the engine."""
         h = hashlib.sha256(f"{ENGINE_VERSION}|{self.name}|{self.layout}|{self.package}\n".encode())
         for f in self.fields:
+            h.update(("\x1f".join(f.as_row()) + "\n").encode())
+        h.update(b"others\n")
+        for f in self.others:
             h.update(("\x1f".join(f.as_row()) + "\n").encode())
         for s in self.files:
             h.update(f"{s.name}|{s.md5}|{s.release}\n".encode())
@@ -184,9 +192,11 @@ def _order(f: SourceFile) -> tuple[str, ...]:
 
 
 def plan_tables(sources: Iterable[SourceFile], fields: tuple[FieldDef, ...], package: str,
-                wanted: set[str] | None = None) -> tuple[list[TablePlan], list[str]]:
+                wanted: set[str] | None = None,
+                older: tuple[tuple[FieldDef, ...], ...] = ()) -> tuple[list[TablePlan], list[str]]:
     """Which files make each table (de-duplicated as neonUtilities does), in stacking order.
-    `wanted`: data table names to keep (sensor_positions and science_review_flags always are)."""
+    `wanted`: data table names to keep (sensor_positions and science_review_flags always are).
+    `older`: the fields of the selection's older variables files, newest first."""
     by_table: dict[str, list[SourceFile]] = {}
     for s in sources:
         if s.parsed.table is not None:
@@ -220,29 +230,64 @@ def plan_tables(sources: Iterable[SourceFile], fields: tuple[FieldDef, ...], pac
             elif layout == "lab":
                 files = _newest_per(files, lambda f: f.parsed.lab)
         own = for_table(fields, table, package)
-        if not own:
+        if not own and table == names.SENSOR_POSITIONS:
+            own = list(SENSOR_POSITIONS_FIELDS)  # as neonUtilities reads it without the variables file's word
+        elif not own:
             notes.append(f"{table}: not in the variables file; its columns are stacked as text.")
-        plans.append(TablePlan(table, layout, tuple(files), tuple(_unique(own)), package))
+        plans.append(TablePlan(table, layout, tuple(files), tuple(_unique(own)), package,
+                               _others(table, own, fields, older)))
     return plans, notes
+
+
+def _others(table: str, own: list[FieldDef], fields: tuple[FieldDef, ...],
+            older: tuple[tuple[FieldDef, ...], ...]) -> tuple[FieldDef, ...]:
+    """The table's rows in the variables files that are not among its fields: the newest file's
+    first (in its order), then those only older files list, each field once, from the newest file
+    that lists it."""
+    seen = {f.name for f in own}
+    out = []
+    for rows in (fields, *older):
+        for f in for_table(rows, table, "expanded"):
+            if f.name not in seen:
+                seen.add(f.name)
+                out.append(f)
+    return tuple(out)
 
 
 # The metadata files a stack keeps beside its tables: the newest of each kind is read.
 METADATA_KINDS = ("variables", "validation", "categorical_codes", "readme")
 
 
-def needed(file_names: Iterable[str], wanted: set[str] | None = None) -> set[str]:
+def needed(file_names: Iterable[str], wanted: set[str] | None = None,
+           md5s: dict[str, str | None] | None = None) -> set[str]:
     """The files of a listing a stack reads: the data files of the wanted tables once
     de-duplicated as above (only the newest site-all file of a site and lab file of a lab),
     sensor_positions' newest per site, every science review flag file, and the newest of each
-    metadata kind. Everything else (EML, older copies) is never fetched."""
-    sources = [SourceFile(Path(n), n, None, "") for n in dict.fromkeys(file_names)]
+    metadata kind. With the listing's MD5s (`md5s`), also the newest variables file of each other
+    content: an older month's may describe fields the newest no longer lists in the package.
+    Everything else (EML, older copies) is never fetched."""
+    sources = [SourceFile(Path(n), n, (md5s or {}).get(n), "") for n in dict.fromkeys(file_names)]
     plans, _ = plan_tables(sources, (), "basic", wanted)
     out = {f.name for p in plans for f in p.files}
     for kind in METADATA_KINDS:
         found = [s for s in sources if s.parsed.kind == kind]
         if found:
             out.add(max(found, key=lambda s: (s.parsed.published, s.name)).name)
+    if md5s:  # a file the listing gives no MD5 for cannot be told apart: only the newest is fetched
+        out |= {s.name for s in distinct_variables(s for s in sources if s.md5)}
     return out
+
+
+def distinct_variables(sources: Iterable[SourceFile]) -> list[SourceFile]:
+    """The newest variables file of each content (by MD5; a file without one stands alone),
+    newest first."""
+    by_md5: dict[str, SourceFile] = {}
+    for s in sources:
+        if s.parsed.kind == "variables":
+            key = s.md5 or f"name:{s.name}"
+            if key not in by_md5 or (s.parsed.published, s.name) > (by_md5[key].parsed.published, by_md5[key].name):
+                by_md5[key] = s
+    return sorted(by_md5.values(), key=lambda s: (s.parsed.published, s.name), reverse=True)
 
 
 def _unique(fields: list[FieldDef]) -> list[FieldDef]:
@@ -256,9 +301,26 @@ def _unique(fields: list[FieldDef]) -> list[FieldDef]:
 
 
 # ------------------------------------------------------------------------------------ building
+SIDE_LAYOUTS = ("sensor_positions", "science_review_flags")
+
+
+class Unreadable(Exception):
+    """A side table (sensor_positions, science_review_flags) none of whose files could be read."""
+
+
 def _header(path: Path) -> list[str]:
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        return next(csv.reader(fh), [])
+    """The file's column names; [] when it has none or is not text (a broken download)."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            return next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
+
+
+def _position_names(header: list[str]) -> dict[str, str]:
+    """The renames that give a sensor_positions file of an older form the current names (a former
+    name is renamed only where the file lacks the current one)."""
+    return {old: new for old, new in OLD_POSITION_COLUMNS.items() if old in header and new not in header}
 
 
 def _metadata(**kv: str | None) -> dict[bytes, bytes]:
@@ -266,17 +328,41 @@ def _metadata(**kv: str | None) -> dict[bytes, bytes]:
 
 
 class _Columns:
-    """The table's columns in order: types, and the Parquet field of each."""
+    """The table's columns in order: types, and the Parquet field of each.
 
-    def __init__(self, plan: TablePlan, first_header: list[str]) -> None:
+    The package's fields of the newest variables file, plus every column some file carries that
+    they do not name (an older month's file may carry a field the newest variables file moved to
+    the other package: neonUtilities reads each month by its own variables file and keeps the
+    union). Such a column is described by the newest variables file that lists it; a file without
+    it has it empty."""
+
+    def __init__(self, plan: TablePlan, headers: dict[str, list[str]]) -> None:
         self.plan = plan
-        self.fields = list(plan.fields)
-        self.read_names = [f.name for f in self.fields] or first_header
-        # Without the variables file's word on a table every column is text: a type guessed from
-        # one file could refuse the next.
-        self.types: dict[str, pa.DataType] = ({f.name: ARROW_TYPES[column_type(f)] for f in self.fields}
-                                              or dict.fromkeys(first_header, pa.string()))
+        positions = plan.layout == "sensor_positions"
+        # each file's header under the current names (sensor_positions of older forms renamed)
+        self.headers = {n: ([_position_names(h).get(c, c) for c in h] if positions else h) for n, h in headers.items()}
+        own = list(plan.fields)
+        named = {f.name for f in own}
+        carried = list(dict.fromkeys(c for h in self.headers.values() for c in h if c))
+        extra = [c for c in carried if c not in named]
+        by_name = {f.name: f for f in plan.others}
+        if own:
+            # the extra columns the variables files describe, in their order; then any other
+            order = {f.name: i for i, f in enumerate(plan.others)}
+            described = sorted((c for c in extra if c in by_name), key=order.__getitem__)
+            fields = [*own, *(by_name[c] for c in described)]
+            self.undescribed = [c for c in extra if c not in by_name]
+        else:
+            fields, self.undescribed = [], []
+        self.fields = fields
+        self.added = [f.name for f in fields if f.name not in named]  # kept although not the package's
+        self.read_names = [f.name for f in fields] + self.undescribed if fields else carried
+        # Without the variables file's word on a column it is text: a type guessed from one file
+        # could refuse the next.
+        self.types: dict[str, pa.DataType] = {f.name: ARROW_TYPES[column_type(f)] for f in fields}
+        self.types.update({c: pa.string() for c in self.read_names if c not in self.types})
         self.as_text: dict[str, str] = {}  # columns read as text: a value did not parse as their type
+        self.skipped: list[str] = []  # side-table files that could not be read
         has_site = "siteID" in self.read_names
         self.site_columns = plan.layout != "lab" and not has_site
         self.position_columns = plan.layout == "sensor" and self.site_columns
@@ -297,6 +383,51 @@ class _Columns:
             include = [back.get(n, n) for n in include]
         return pacsv.ConvertOptions(column_types=types, include_columns=include, include_missing_columns=True)
 
+    def partial_notes(self) -> list[str]:
+        """What a user must be told of columns not every file carries."""
+        table = self.plan.name
+        notes = []
+        if self.plan.layout == "sensor_positions":
+            dateless = [f for f in self.plan.files if f.name in self.headers and self.headers[f.name]
+                        and f.name not in self.skipped and "positionStartDateTime" not in self.headers[f.name]]
+            if dateless:
+                sites = ", ".join(sorted({f.parsed.site or f.name for f in dateless}))
+                notes.append(f"{table}: the file of {sites} is in NEON's 2017-2018 form (no location names, no "
+                             "position periods): each of its positions is one period, applied to every row of "
+                             "that position.")
+            return notes
+        if self.undescribed:
+            notes.append(f"{table}: {', '.join(self.undescribed)} not in any variables file of the selection; "
+                         "kept as text, without units.")
+        read = [f for f in self.plan.files if f.name not in self.skipped]
+        for name in self.added:
+            have = [f for f in read if name in self.headers.get(f.name, ())]
+            if not have:
+                continue
+            f = next(x for x in self.fields if x.name == name)
+            where = _months(have, read)
+            pkg = f"the {f.package} package" if f.package else "no package"
+            notes.append(f"{table}: {name} is in the {self.plan.package} files of {where} only (the newest "
+                         f"variables file that lists it puts it in {pkg}); kept, empty in the other rows.")
+        for f in self.fields:
+            if f.name in self.added:
+                continue
+            have = [x for x in read if f.name in self.headers.get(x.name, ())]
+            if have and len(have) < len(read):
+                notes.append(f"{table}: {f.name} is in the files of {_months(have, read)} only; empty in the other "
+                             "rows.")
+        return notes
+
+
+def _months(have: list[SourceFile], every: list[SourceFile]) -> str:
+    """Which files carry a column, said by month where the files have months."""
+    months = sorted({f.parsed.month for f in have if f.parsed.month})
+    total = len({f.parsed.month for f in every if f.parsed.month})
+    if months and all(f.parsed.month for f in every):
+        shown = ", ".join(months) if len(months) <= 6 else f"{months[0]} to {months[-1]}"
+        return f"{len(months)} of {total} months ({shown})"
+    return f"{len(have)} of {len(every)} files"
+
 
 def _constant(value: str, n: int) -> pa.Array:
     """`value` n times, built from buffers: converting Python objects (pa.array, pa.scalar) makes
@@ -309,9 +440,7 @@ def _constant(value: str, n: int) -> pa.Array:
 def _read(source: SourceFile, cols: _Columns, sensor: bool) -> pa.Table:
     rename = None
     if cols.plan.layout == "sensor_positions":
-        header = _header(source.path)
-        if "name" in header and "sensorLocationID" not in header:
-            rename = {k: v for k, v in OLD_POSITION_COLUMNS.items() if k in header}
+        rename = _position_names(_header(source.path)) or None
     big = source.path.stat().st_size > 1 << 20
     table = pacsv.read_csv(
         source.path,
@@ -325,7 +454,7 @@ def _read(source: SourceFile, cols: _Columns, sensor: bool) -> pa.Table:
     return table.select(cols.read_names)
 
 
-def _parts(plan: TablePlan, cols: _Columns, sensor: bool) -> Iterator[pa.Table]:
+def _parts(plan: TablePlan, cols: _Columns, sensor: bool) -> Iterator[pa.Table | None]:
     """Each file of the plan read and given its added columns, in the plan's order, READ_AHEAD
     files at a time on the readers' threads (pyarrow parses without the GIL): a small file's read
     is mostly fixed cost, and a table of a hundred of them would pay it a hundred times in turn."""
@@ -343,7 +472,9 @@ def _parts(plan: TablePlan, cols: _Columns, sensor: bool) -> Iterator[pa.Table]:
             f.cancel()
 
 
-def _prepared(source: SourceFile, cols: _Columns, sensor: bool) -> pa.Table:
+def _prepared(source: SourceFile, cols: _Columns, sensor: bool) -> pa.Table | None:
+    if cols.plan.layout in SIDE_LAYOUTS and source.name in cols.skipped:
+        return None
     return _with_added(_read(source, cols, sensor), source, cols)
 
 
@@ -444,18 +575,47 @@ def tmp_name(final: Path) -> Path:
     return final.with_name(f".{final.name}.{secrets.token_hex(6)}{TMP_SUFFIX}")
 
 
+def _side_file_ok(plan: TablePlan, header: list[str]) -> bool:
+    """Whether a side table's file looks like one (its key column is there): a broken download, an
+    error page saved under its name, is left out rather than failing the dataset."""
+    key = "HOR.VER" if plan.layout == "sensor_positions" else "srfID"
+    return key in header
+
+
 def build_table(plan: TablePlan, folder: Path, *, product: str, progress: Progress | None = None) -> TableResult:
-    """Stack one table into folder/<name>.parquet (written under a temporary name, then renamed)."""
-    first_header = _header(plan.files[0].path) if plan.files else []
-    cols = _Columns(plan, first_header)
+    """Stack one table into folder/<name>.parquet (written under a temporary name, then renamed).
+    A side table's unreadable files are left out with a note (Unreadable when none is left)."""
+    side = plan.layout in SIDE_LAYOUTS
+    headers = {f.name: _header(f.path) for f in plan.files}
+    skipped = [f.name for f in plan.files if side and not _side_file_ok(plan, headers[f.name])]
+    cols = _Columns(plan, {n: h for n, h in headers.items() if n not in skipped})
+    cols.skipped = skipped
     while True:
+        if side and plan.files and len(cols.skipped) == len(plan.files):
+            raise Unreadable(f"{plan.name}: none of its {len(plan.files)} file(s) could be read as a table")
         try:
             return _build(plan, folder, cols, product, progress)
         except pa.ArrowInvalid as exc:
             column = _failed_column(exc, cols, plan)
-            if column is None:
+            if column is not None:
+                cols.as_text[column] = cols.types[column].__str__()
+                continue
+            bad = _unparsable_file(plan, cols) if side else None
+            if bad is None:
                 raise
-            cols.as_text[column] = cols.types[column].__str__()
+            cols.skipped.append(bad)
+
+
+def _unparsable_file(plan: TablePlan, cols: _Columns) -> str | None:
+    """The first side-table file not yet skipped that does not parse on its own, if any."""
+    for source in plan.files:
+        if source.name in cols.skipped:
+            continue
+        try:
+            _read(source, cols, False)
+        except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
+            return source.name
+    return None
 
 
 def _failed_column(exc: pa.ArrowInvalid, cols: _Columns, plan: TablePlan) -> str | None:
@@ -467,7 +627,7 @@ def _failed_column(exc: pa.ArrowInvalid, cols: _Columns, plan: TablePlan) -> str
     # files differ in columns, so look for one whose column holds a typed, not yet textual column.
     index = int(m.group(1))
     for source in plan.files:
-        header = _header(source.path)
+        header = cols.headers.get(source.name, [])
         if index < len(header) and header[index] in cols.types and header[index] not in cols.as_text:
             return header[index]
     return None
@@ -486,6 +646,10 @@ def _build(plan: TablePlan, folder: Path, cols: _Columns, product: str, progress
         pending: list[pa.Table] = []
         held = 0
         for part in _parts(plan, cols, sensor):
+            if part is None:  # a side table's file left out
+                if progress:
+                    progress(1)
+                continue
             if schema is None:
                 schema = _schema(part, cols, plan, fingerprint, product)
             part = part.cast(schema)
@@ -521,7 +685,11 @@ def _build(plan: TablePlan, folder: Path, cols: _Columns, product: str, progress
                 pass
         tmp.unlink(missing_ok=True)
         raise
-    notes = [f"{name}: kept as text, a value did not parse as {typ}" for name, typ in cols.as_text.items()]
+    notes = [f"{plan.name}: {name} kept as text, a value did not parse as {typ}" for name, typ in cols.as_text.items()]
+    if cols.skipped:
+        notes.append(f"{plan.name}: left out {len(cols.skipped)} of its {len(plan.files)} files, which could not be "
+                     f"read as a table ({', '.join(cols.skipped)}); the other files are stacked.")
+    notes += cols.partial_notes()
     columns = [ColumnInfo(f.name, _type_name(f.type), _units(f)) for f in schema]
     return TableResult(name=plan.name, layout=plan.layout, file=plan.file_name, rows=rows, columns=columns,
                        fingerprint=fingerprint, sources=[s.name for s in plan.files], bytes=final.stat().st_size,

@@ -130,3 +130,47 @@ def table_descriptions(readme: bytes) -> dict[str, str]:
                 continue
             out[m["name"]] = m["desc"]
     return out
+
+
+# sensor_positions as neonUtilities reads it when the variables file does not describe it (its
+# sensor_positions_variables.csv): the current names, in the current order, with their units.
+_TS = "yyyy-MM-dd'T'HH:mm:ss'Z'(floor)"
+_POSITION_ROWS = (
+    ("HOR.VER", "The horizontal and vertical location indices of the data file names, as HOR.VER", "string", "NA",
+     "asIs"),
+    ("sensorLocationID", "The identifier of the location where the sensor was installed", "string", "NA", "asIs"),
+    ("sensorLocationDescription", "The description of that location", "string", "NA", "asIs"),
+    ("effectiveStartDateTime", "The start of the period the row's combined position information is valid for",
+     "dateTime", "NA", _TS),
+    ("effectiveEndDateTime", "The end of the period the row's combined position information is valid for",
+     "dateTime", "NA", _TS),
+    ("positionStartDateTime", "The start (UTC) of the period the position applies to", "dateTime", "NA", _TS),
+    ("positionEndDateTime", "The end (UTC) of the period the position applies to; empty: still valid when "
+     "published", "dateTime", "NA", _TS),
+    ("referenceLocationID", "The identifier of the reference location the offsets are measured from", "string",
+     "NA", "asIs"),
+    ("referenceLocationIDDescription", "The description of the reference location", "string", "NA", "asIs"),
+    ("referenceLocationIDStartDateTime", "The start (UTC) of the reference location's position", "dateTime", "NA",
+     _TS),
+    ("referenceLocationIDEndDateTime", "The end (UTC) of the reference location's position", "dateTime", "NA", _TS),
+    ("xOffset", "Offset along the local x-axis from the reference location to the sensor", "real", "meter",
+     "*.##(round)"),
+    ("yOffset", "Offset along the local y-axis from the reference location to the sensor", "real", "meter",
+     "*.##(round)"),
+    ("zOffset", "Offset along the z-axis (up) from the reference location to the sensor", "real", "meter",
+     "*.##(round)"),
+    ("pitch", "Elevation angle of the sensor relative to the horizontal plane", "real", "degrees", "*.##(round)"),
+    ("roll", "Roll angle of the sensor about its longitudinal axis", "real", "degrees", "*.##(round)"),
+    ("azimuth", "Azimuth (yaw) of the sensor relative to true north", "real", "degrees", "*.##(round)"),
+    ("locationReferenceLatitude", "Latitude of the reference location", "real", "degrees", "*.######(round)"),
+    ("locationReferenceLongitude", "Longitude of the reference location", "real", "degrees", "*.######(round)"),
+    ("locationReferenceElevation", "Elevation of the reference location above mean sea level", "real", "meter",
+     "*.##(round)"),
+    ("eastOffset", "Offset towards east from the reference location to the sensor", "real", "meter", "*.##(round)"),
+    ("northOffset", "Offset towards true north from the reference location to the sensor", "real", "meter",
+     "*.##(round)"),
+    ("xAzimuth", "Azimuth of the local x-axis relative to true north", "real", "degrees", "*.##(round)"),
+    ("yAzimuth", "Azimuth of the local y-axis relative to true north", "real", "degrees", "*.##(round)"),
+)
+SENSOR_POSITIONS_FIELDS = tuple(FieldDef("sensor_positions", n, d, t, u, "basic", p, "N", "")
+                                for n, d, t, u, p in _POSITION_ROWS)

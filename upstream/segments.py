@@ -19,4 +19,5 @@ class PathSegmentError(EcoError):
 
 def segment_message(field: str, value: str) -> str:
     shown = repr(value[:60] + ("..." if len(value) > 60 else ""))
-    return (f"{field}: {shown} is not an identifier: it must not be empty, '.' or '..', or contain '/' or '\\'")
+    return (f"{field}: {shown} is not an identifier: it must not be empty, '.' or '..', or contain '/', '\\' or "
+            "control characters, written or percent-encoded (it is decoded once, and must not need decoding again)")
