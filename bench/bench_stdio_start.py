@@ -34,12 +34,12 @@ collector off during start-up and what start-up made frozen before serving (stdi
 Issue 40, runtime's session (before = 716169e, after = this branch; instructions from --callgrind,
 wall and CPU medians of 5 spawns in .venv, the box shared by six sessions, load in brackets):
 
-                            before (load 2-4)              after (load 6)
-    bare tools/list         0.77 s, 0.60 s CPU, 2.703G     1.43 s, 0.62 s CPU, 2.703G
-    eco tools/list          0.76 s, 0.73 s CPU, 3.447G     1.34 s, 0.61 s CPU, 2.826G
-      x bare                wall x0.99, CPU x1.22, x1.27   wall x0.94, CPU x0.98, x1.05 (x1.046)
+                            before (load 2-4)              after, merged with main (load 3-4)
+    bare tools/list         0.77 s, 0.60 s CPU, 2.703G     0.77 s, 0.56 s CPU, 2.703G
+    eco tools/list          0.76 s, 0.73 s CPU, 3.447G     0.76 s, 0.56 s CPU, 2.830G
+      x bare                wall x0.99, CPU x1.22, x1.27   wall x0.98, CPU x1.00, x1.047
 
-(from .venv-runtime, what scripts/setup and the image install, at load 6: wall x0.81, CPU x0.94.)
+(from .venv-runtime, what scripts/setup and the image install, at the same load: wall x0.76, CPU x0.95.)
 What did it: the gateway's argument checks imported the upstream client (httpx, httpcore, the
 reply models, prometheus_client) for one exception class (now upstream/segments.py); the call
 machinery (mcp_gateway.calls, the wire models) loads with the first call and yaml with a --config
