@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
 from eco_core import redact
@@ -311,6 +310,10 @@ class Tables(_Section):
         "Source bytes one dataset of the store may stack (HTTP); a larger selection is refused before any byte."))
     max_store_bytes: int = Field(21474836480, ge=1, le=1 << 48, description=(
         "Bytes the dataset store may hold (HTTP); past it, the least recently used ready datasets are deleted."))
+    build_lease_s: float = Field(60.0, ge=1, le=3600, description=(
+        "A store build's lease (HTTP): renewed by the running build every sixth of it; a build whose lease ran "
+        "out is recorded failed, and a queued build no worker took within half of it is queued again. Long "
+        "enough to ride out a database restart."))
 
 
 class Server(_Section):
@@ -538,6 +541,10 @@ def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Any], list[str], list[
 
 
 def _yaml_layer(path: str | os.PathLike[str]) -> dict[str, Any]:
+    # Imported here: only a --config file needs the parser, and a stdio start without one would
+    # pay for it before its first answer.
+    import yaml
+
     p = Path(path).expanduser()
     try:
         text = p.read_text(encoding="utf-8")

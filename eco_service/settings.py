@@ -149,7 +149,10 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": DATA_DIR / "eco.sqlite3",
             # Several processes (web + in-process refresh) may write; wait instead of failing.
-            "OPTIONS": {"timeout": 20},
+            # IMMEDIATE: a transaction takes the write lock when it begins, so one that read first
+            # never has to upgrade, which SQLite refuses at once ("database is locked") whatever the
+            # timeout when another writer is waiting (parallel stack calls got catalog_unavailable).
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

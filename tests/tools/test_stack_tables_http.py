@@ -103,7 +103,8 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
 async def test_a_worker_killed_mid_build_leaves_the_dataset_failed_and_a_retry_completes_it(
         http_server, sim_cfg, fresh_sim, active_config, broker, store, tmp_path, rows_cleared):
     token = fresh_sim.issue_token()
-    worker = Worker(tmp_path, fresh_sim, broker, store).start().wait_ready()
+    # A short lease: the killed build is known dead once it runs out (a live one renews it).
+    worker = Worker(tmp_path, fresh_sim, broker, store, tables__build_lease_s=6).start().wait_ready()
     cfg = active_config(server_config(fresh_sim, store))
     # Every file after the first few holds its request: the worker is mid-build when killed.
     fresh_sim.faults.add("latency", route=STORAGE, count=3, delay_s=0.05)
