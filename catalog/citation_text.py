@@ -23,6 +23,7 @@ from catalog.checks import built
 from catalog.index import CatalogIndex, ProductEntry
 from catalog.releases import bare_doi
 from eco_core.errors import EcoError
+from eco_core.wire import NextStep
 
 DATA_POLICY_URL = "https://www.neonscience.org/data-samples/data-policies-citation"
 AUTHOR = "NEON (National Ecological Observatory Network)"
@@ -145,3 +146,21 @@ def bibtex_entry(key: str, fields: dict[str, str]) -> str:
         lines.append(f"  {name} = {{{text}}},")
     lines.append("}")
     return "\n".join(lines)
+
+
+def cite_steps(product: str, releases: set[str] | list[str], sites: list[str] | None = None,
+               why: str = "Cite the data") -> list[NextStep]:
+    """The eco_get_citation step for each release of the data a selection holds: its release kept
+    (a RELEASE-2024 selection cites RELEASE-2024), provisional data in the provisional form."""
+    steps = []
+    for rel in sorted(set(releases)) or ["latest"]:
+        args: dict[str, Any] = {"product": product}
+        if rel == resolve.PROVISIONAL:
+            args["provisional"] = True
+        elif rel != "latest":
+            args["release"] = rel
+        if sites:
+            args["site_codes"] = sites
+        steps.append(NextStep(tool="eco_get_citation", arguments=args,
+                              why=f"{why}: {rel if rel != 'latest' else 'the latest release'}."))
+    return steps

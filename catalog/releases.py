@@ -16,6 +16,7 @@ class ReleaseInfo(WireModel):
     release: str
     generation_date: str | None
     doi: str | None
+    doi_url: str | None = None
     doi_generation_date: str | None
 
 
@@ -30,6 +31,12 @@ def list_releases(*, index: CatalogIndex | None = None) -> ReleaseList:
     idx = index or get_index()
     built(idx, "releases")
     return ReleaseList(list(idx.releases), max((r.tag for r in idx.releases), default=None))
+
+
+def doi_link(doi: str | None) -> str | None:
+    """A DOI as a link (https://doi.org/...), whichever form it came in."""
+    bare = bare_doi(doi)
+    return f"{DOI_PREFIX}{bare}" if bare else None
 
 
 def bare_doi(url: str | None) -> str | None:

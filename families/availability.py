@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from catalog import resolve
+from catalog import months, resolve
 from catalog.access import catalog_index
 from catalog.availability import (
     AvailabilityTotals,
@@ -191,7 +191,7 @@ async def availability_from(idx: CatalogIndex, args: AvailabilityInput, call: Ca
         site_name=st.name if st else None, release=tag, provisional=args.provisional,
         window=Window(start_month=start, end_month=end) if (start or end) else None, format=fmt,
         summary=totals([d for _, _, d, _ in shaped]), rows=rows, page=pg, resolved=resolved, notes=notes,
-        next_steps=_steps(args, mode, product_code, site_code, rows, pg),
+        next_steps=_steps(args, mode, product_code, site_code, rows, pg, prod),
         source=Source(origin="catalog" if tag is None else "upstream", api_base_url=call.cfg.eco.base_url))
 
 
@@ -214,12 +214,16 @@ def _mode(args: AvailabilityInput) -> Mode:
 
 
 def _steps(args: AvailabilityInput, mode: Mode, product_code: str | None, site_code: str | None,
-           rows: list[AvailabilityRow], pg: Page) -> list[NextStep]:
+           rows: list[AvailabilityRow], pg: Page, prod: Any = None) -> list[NextStep]:
+    from tables.layout import has_tables
+
     steps: list[NextStep] = []
     if rows:
         # A row names only what varies between rows; the answer names the rest.
         last = max(rows, key=lambda r: r.last_month)
         month, product, site = last.last_month, last.product_code or product_code, last.site_code or site_code
+        if prod is not None and product and site and has_tables(product, prod.publication_format_type):
+            steps += _table_steps(args, product, site, last, prod.cells.get(site))
         steps.append(NextStep(
             tool="eco_list_files",
             arguments={"product": product, "site_codes": [site], "start_month": month, "end_month": month},
@@ -235,6 +239,34 @@ def _steps(args: AvailabilityInput, mode: Mode, product_code: str | None, site_c
         steps.append(NextStep(tool="eco_get_availability", arguments={**more, "offset": pg.next_offset},
                               why="The next page of rows."))
     return steps
+
+
+def _table_steps(args: AvailabilityInput, product: str, site: str, row: AvailabilityRow,
+                 cell: IndexCell | None) -> list[NextStep]:
+    """The tables path for the window shown: the one asked (within the row's months), else the
+    row's last twelve months of released data (a stack reads released data unless asked)."""
+    released = [b for rel, spans in (cell.by_release.items() if cell else ()) if rel != PROVISIONAL for _, b in spans]
+    provisional = not released or args.provisional == "only"
+    last = row.last_month if provisional else months.month_from_index(max(released))
+    end = min(args.end_month or last, row.last_month)
+    start = max(args.start_month or months.month_from_index(months.month_index(end) - 11), row.first_month)
+    if start > end:
+        return []
+    window = {"start_month": start, "end_month": end}
+    stack: dict[str, Any] = {"product": product, "site_codes": [site], **window}
+    if args.release is not None:
+        stack["release"] = args.release
+    elif provisional or (cell is not None and not any(
+            a <= months.month_index(end) and months.month_index(start) <= b
+            for rel, spans in cell.by_release.items() if rel != PROVISIONAL for a, b in spans)):
+        stack["include_provisional"] = True  # the window holds provisional data only
+    return [
+        NextStep(tool="eco_describe_tables", arguments={"product": product, "site_code": site, **window},
+                 why=f"{product}'s tables, fields and units (needs a token); its stack step keeps this window."),
+        NextStep(tool="eco_stack_tables", arguments=stack,
+                 why=f"Stack {product} at {site} from {start} to {end} into tables to ask in SQL (released data; "
+                     "needs a token)."),
+    ]
 
 
 # -- cells: the index's (current view) or a release's upstream record ---------------------------

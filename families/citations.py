@@ -176,3 +176,4 @@ def _bib(args: GetCitationInput, bib: str) -> str | None:
 
 def _with_license(notes: list[str]) -> list[str]:
     return [*notes, f"NEON data are licensed CC BY 4.0; see {DATA_POLICY_URL}."]
+

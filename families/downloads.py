@@ -15,8 +15,10 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from catalog.access import catalog_index
+from catalog.citation_text import cite_steps
 from catalog.index import CatalogIndex
 from catalog.months import MONTH_PATTERN
+from catalog.releases import bare_doi, doi_link
 from catalog.resolve import PROVISIONAL
 from downloads import paths
 from downloads.files import FileRecord, ListingQuery, Package, list_site_months, package_url
@@ -26,7 +28,7 @@ from downloads.transfer import DownloadedFileOut, DownloadTotals, download
 from eco_core.bounds import Configured
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
-from eco_core.wire import Envelope, NextStep, Source
+from eco_core.wire import Envelope, Source
 from families.call import CallContext
 from upstream import models as um
 
@@ -121,8 +123,8 @@ async def download_files(args: DownloadInput, call: CallContext) -> DownloadOutp
                      "again (changedUpstream).")
     steps = []
     if args.product:
-        steps.append(NextStep(tool="eco_get_citation", arguments={"product": args.product},
-                              why="Cite the data; the manifest (eco-manifest.json) holds per-file citations."))
+        steps += cite_steps(args.product, {i.release for i in plan.items if i.release},
+                            why="Cite the data (the manifest, eco-manifest.json, holds per-file citations)")
     return DownloadOutput(download_dir=str(plan.root), requested=len(plan.items), files=done, totals=totals,
                           resolved=resolved, notes=notes, next_steps=steps,
                           source=Source(origin="upstream", api_base_url=cfg.eco.base_url))
@@ -136,8 +138,8 @@ def _citation(idx: CatalogIndex, product: str, release: str) -> tuple[str | None
         return None, (f"NEON (National Ecological Observatory Network). {name} ({product}), provisional data. "
                       "https://data.neonscience.org (provisional data may change; cite the access date).")
     rel = next((r for r in idx.releases if r.tag == release), None)
-    doi = rel.product_dois.get(product) if rel else None
-    link = f"https://doi.org/{doi.removeprefix('https://doi.org/')}" if doi else "https://data.neonscience.org"
+    doi = bare_doi(rel.product_dois.get(product)) if rel else None
+    link = doi_link(doi) or "https://data.neonscience.org"
     return doi, f"NEON (National Ecological Observatory Network). {name} ({product}), {release}. {link}"
 
 

@@ -17,6 +17,7 @@ from pydantic import Field
 from catalog.access import catalog_index
 from catalog.availability import Window
 from catalog.checks import bad
+from catalog.citation_text import cite_steps
 from catalog.index import CatalogIndex
 from catalog.months import MONTH_PATTERN, month_index
 from catalog.resolve import PROVISIONAL
@@ -178,7 +179,7 @@ def _steps(args: ListFilesInput, product: str, matching: list[FileRecord], pg: P
                 notes.append(f"No download is suggested: one site-month here is above one download's caps "
                              f"({caps.max_files_per_call} files, {caps.max_bytes_per_call} bytes, "
                              f"{caps.max_file_bytes} bytes a file); narrow with kind, table, hor, ver or name_contains.")
-        steps.append(NextStep(tool="eco_get_citation", arguments={"product": product}, why="How to cite the data."))
+        steps += cite_steps(product, {f.release for f in matching if f.release}, why="How to cite the data")
     if pg is not None and pg.next_offset is not None:
         more = args.model_dump(exclude_defaults=True)
         steps.append(NextStep(tool="eco_list_files", arguments={**more, "offset": pg.next_offset},

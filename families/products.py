@@ -28,7 +28,7 @@ from catalog.availability import ProductAvailabilityRow
 from catalog.checks import DOMAIN_PATTERN
 from catalog.index import STOPWORDS, CatalogIndex, ProductEntry, overlaps, words
 from catalog.months import MONTH_PATTERN, month_index
-from catalog.releases import ReleaseInfo
+from catalog.releases import ReleaseInfo, bare_doi, doi_link
 from catalog.search_common import Found, KeptSearches
 from catalog.suggest import nearest
 from catalog.text import clip
@@ -109,16 +109,27 @@ async def search_products(args: SearchProductsInput, call: CallContext) -> Searc
         items=items, page=pg, facets=found["facets"], did_you_mean=found["did_you_mean"],
         index_source=info.source if info and info.source in ("graphql", "rest") else None,
         index_age_seconds=idx.age_of("products"), resolved=found["resolved"], notes=notes,
-        next_steps=_search_steps(args, items, pg), source=catalog_source(cfg, []))
+        next_steps=_search_steps(args, items, pg, idx), source=catalog_source(cfg, []))
 
 
-def _search_steps(args: SearchProductsInput, items: list[ProductSummary], pg: Page) -> list[NextStep]:
+def _search_steps(args: SearchProductsInput, items: list[ProductSummary], pg: Page, idx: CatalogIndex
+                  ) -> list[NextStep]:
+    from tables.layout import has_tables
+
     steps: list[NextStep] = []
     if items:
         top = items[0].product_code
         where = {"site": args.site} if args.site else {}
-        steps.append(NextStep(tool="eco_get_availability", arguments={"product": top, **where},
+        # The window searched is the one the next steps carry.
+        window = {k: v for k, v in (("start_month", args.available_from), ("end_month", args.available_to)) if v}
+        entry = idx.by_code.get(top)
+        steps.append(NextStep(tool="eco_get_availability", arguments={"product": top, **where, **window},
                               why=f"Where and when {top} has data."))
+        if args.site and entry is not None and has_tables(top, entry.publication_format_type):
+            steps.append(NextStep(tool="eco_describe_tables", arguments={"product": top, "site_code": args.site,
+                                                                         **window},
+                                  why=f"{top}'s tables, fields and units, and the stack of them for this window "
+                                      "(needs a token)."))
         steps.append(NextStep(tool="eco_get_product", arguments={"product": top, "include": ["abstract"]},
                               why=f"What {top} measures and how."))
     if pg.next_offset is not None:
@@ -362,6 +373,7 @@ class ProductUrls(WireModel):
     api: str
     portal: str
     doi: str | None = Field(description="Latest release's DOI.")
+    doi_url: str | None = None
 
 
 class SpecInfo(WireModel):
@@ -507,8 +519,9 @@ def _catalog_record(p: ProductEntry, base_url: str) -> GetProductOutput:
     kept = _catalog_records.get(p, base_url)
     if kept is not None:
         return kept
-    releases = [ReleaseInfo(release=r["release"], generation_date=r.get("generationDate"), doi=r.get("doi"),
-                            doi_generation_date=r.get("doiGenerationDate")) for r in p.releases]
+    releases = [ReleaseInfo(release=r["release"], generation_date=r.get("generationDate"), doi=bare_doi(r.get("doi")),
+                            doi_url=doi_link(r.get("doi")), doi_generation_date=r.get("doiGenerationDate"))
+                for r in p.releases]
     record = GetProductOutput(
         product_code=p.code, product_code_long=p.code_long, product_code_presentation=p.code_presentation,
         product_name=p.name, product_description=p.description or None, product_status=p.status,
@@ -519,7 +532,8 @@ def _catalog_record(p: ProductEntry, base_url: str) -> GetProductOutput:
         latest_release=p.latest_release, releases=releases, availability=_catalog_summary(p),
         specs_count=p.specs_count, change_log_count=None,
         urls=ProductUrls(api=f"{base_url}/products/{p.code}", portal=f"{PORTAL}/{p.code}",
-                         doi=releases[-1].doi if releases else None),
+                         doi=releases[-1].doi if releases else None,
+                         doi_url=releases[-1].doi_url if releases else None),
         product_abstract=None, product_design_description=None, product_study_description=None,
         product_sensor=None, product_remarks=None, product_basic_description=None,
         product_expanded_description=None, text_truncated=[], specs=None, change_logs=None,
@@ -536,7 +550,8 @@ async def _from_upstream(idx: CatalogIndex, p: ProductEntry, tag: str | None, re
     rec = await call.client.product(p.code, release=tag)
     notes = [f"The product as published in {tag}."] if tag else []
     releases = [ReleaseInfo(release=r.release, generation_date=r.generation_date,
-                            doi=r.product_doi.url if r.product_doi else None,
+                            doi=bare_doi(r.product_doi.url) if r.product_doi else None,
+                            doi_url=doi_link(r.product_doi.url) if r.product_doi else None,
                             doi_generation_date=r.product_doi.generation_date if r.product_doi else None)
                 for r in sorted(rec.releases, key=lambda r: r.release)]
     texts: dict[str, str | None] = {}
@@ -568,7 +583,8 @@ async def _from_upstream(idx: CatalogIndex, p: ProductEntry, tag: str | None, re
         latest_release=releases[-1].release if releases else None, releases=releases,
         availability=_summary(_cells(rec, tag)) if tag else _catalog_summary(p),
         specs_count=len(rec.specs), change_log_count=len(rec.change_logs or []),
-        urls=ProductUrls(api=api, portal=f"{PORTAL}/{p.code}", doi=releases[-1].doi if releases else None),
+        urls=ProductUrls(api=api, portal=f"{PORTAL}/{p.code}", doi=releases[-1].doi if releases else None,
+                         doi_url=releases[-1].doi_url if releases else None),
         product_abstract=texts.get("product_abstract"),
         product_design_description=texts.get("product_design_description"),
         product_study_description=texts.get("product_study_description"),

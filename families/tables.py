@@ -22,12 +22,14 @@ to stderr and, when the client asked, as MCP progress notifications.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import json
 import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -41,6 +43,7 @@ from catalog.citation_text import product_citation
 from catalog.index import CatalogIndex, ProductEntry
 from catalog.months import MONTH_PATTERN
 from catalog.outage import DATABASE_DOWN
+from catalog.releases import bare_doi, doi_link
 from catalog.resolve import PROVISIONAL, resolve_product, resolve_release, resolve_site
 from downloads import paths
 from downloads.files import FileRecord, list_site_months
@@ -52,7 +55,7 @@ from eco_core.errors import EcoError
 from eco_core.paging import RowCap
 from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page
 from families.call import CallContext
-from tables import kept, layout, names
+from tables import kept, layout, names, quality
 from tables.layout import on_disk
 from tables.variables import FieldDef, column_type, parse, table_descriptions, tables_of
 from upstream import models as um
@@ -81,13 +84,15 @@ class DescribeTablesInput(ToolInput):
     search: str | None = Field(None, min_length=1, max_length=200, description=(
         "Words in each listed field's name or description."))
     site_code: str | None = Field(None, max_length=200, description="Site whose newest month is listed.")
+    start_month: str | None = Field(None, pattern=MONTH_PATTERN, description="For the stack step.")
+    end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     limit: int = Field(100, ge=1, le=500)
     offset: int = Field(0, ge=0)
 
 
 class TableSummary(WireModel):
     name: str
-    type: str | None = Field(description="site-date, site-all or lab; null: no file in the month listed.")
+    type: str | None = Field(description="sensor, site-date, site-all or lab; null: no file in the month listed.")
     description: str | None
     fields: int = Field(description="In the package.")
     averaging_minutes: int | None
@@ -236,7 +241,7 @@ def _layouts(listing: um.DataListing, package: str) -> dict[str, tuple[str, int 
         if p.kind != "data" or p.table is None or p.layout is None:
             continue
         layouts, tmis, positions = seen.setdefault(p.table, (set(), set(), set()))
-        layouts.add("site-date" if p.layout == "sensor" else p.layout)
+        layouts.add(p.layout)
         if p.layout == "sensor":
             tmis.add(p.tmi or "")
             positions.add(f"{p.hor}.{p.ver}")
@@ -308,6 +313,11 @@ async def describe_tables(args: DescribeTablesInput, call: CallContext) -> Descr
     if any(s.positions for s in summaries):
         notes.append(f"positions are those with files at {site} in {month}; other sites have their own "
                      "(site_code).")
+    flagged = {t: quality.flags(f.name for f in in_package if f.table == t) for t in chosen}
+    if any(flagged.values()):
+        notes.append("Quality flags (1: the row failed NEON's quality assessment): " + "; ".join(
+            f"{t}: {', '.join(fl)}" for t, fl in flagged.items() if fl) + ". The SQL this service suggests keeps "
+            "rows where they are 0.")
     notes.append("Fetched the variables file from NEON and kept it." if fetched else
                  "Variables file from the catalog database (its MD5 is the one NEON lists now).")
     endpoints = [LISTING_ENDPOINT] + (["storage: variables file, readme"] if fetched else [])
@@ -315,28 +325,52 @@ async def describe_tables(args: DescribeTablesInput, call: CallContext) -> Descr
         product_code=p.code, product_name=p.name, release=release, package=args.package,
         variables_file=held.file_name, variables_md5=held.md5 or None, listed_site=site, listed_month=month,
         tables=summaries, fields=[_field_out(f) for f in chunk], page=pg, resolved=resolved, notes=notes,
-        next_steps=_describe_steps(args, call, p.code, site, month, chosen, pg),
+        next_steps=_describe_steps(args, call, p, site, month, chosen, pg, summaries),
         source=Source(origin="upstream", endpoints=endpoints, api_base_url=cfg.eco.base_url))
 
 
-def _describe_steps(args: DescribeTablesInput, call: CallContext, product: str, site: str, month: str,
-                    chosen: list[str], pg: Page) -> list[NextStep]:
+def _released_in(p: ProductEntry, site: str, start: str, end: str) -> bool:
+    """Whether `site` has a month of released data from `start` to `end`."""
+    cell = p.cells.get(site)
+    a0, b0 = months.month_index(start), months.month_index(end)
+    return cell is not None and any(a <= b0 and a0 <= b for rel, spans in cell.by_release.items()
+                                    if rel != PROVISIONAL for a, b in spans)
+
+
+def _describe_steps(args: DescribeTablesInput, call: CallContext, p: ProductEntry, site: str, month: str,
+                    chosen: list[str], pg: Page, summaries: list[TableSummary]) -> list[NextStep]:
+    product = p.code
     steps: list[NextStep] = []
     if pg.next_offset is not None:
         more = args.model_dump(exclude_defaults=True)
         steps.append(NextStep(tool="eco_describe_tables", arguments={**more, "offset": pg.next_offset},
                               why="The next page of fields."))
-    selection: dict[str, Any] = {"product": product, "site_codes": [site], "start_month": month}
+    # The window asked (else the month listed) and the tables asked: what the stack step stacks.
+    start = args.start_month or month
+    end = args.end_month or (start if args.start_month is None else None)
+    selection: dict[str, Any] = {"product": product, "site_codes": [site], "start_month": start}
+    if end is not None and end != start:
+        selection["end_month"] = end
+    span = f"{start} to {end}" if end is not None and end != start else start
     if args.package != "basic":
         selection["package"] = args.package
     if args.release is not None:
         selection["release"] = args.release
+    elif not _released_in(p, site, start, end or start):
+        selection["include_provisional"] = True  # the window holds provisional data only
     stack_listed = "eco_stack_tables" in call.listed_tools if call.listed_tools else call.transport == "stdio"
     if stack_listed:
+        timed = [t for t in summaries if t.averaging_minutes]
+        if not args.tables and len({t.averaging_minutes for t in timed}) > 1:
+            coarsest = max(timed, key=lambda t: t.averaging_minutes or 0)
+            steps.append(NextStep(tool="eco_stack_tables", arguments={**selection, "tables": [coarsest.name]},
+                                  why=f"Stack {coarsest.name} at {site} for {span}: the coarsest averaging interval "
+                                      f"({coarsest.averaging_minutes} minutes), enough for daily or monthly means."))
         if args.tables:
             selection["tables"] = chosen
         steps.append(NextStep(tool="eco_stack_tables", arguments=selection,
-                              why=f"Stack these tables for {site} {month} (widen sites and months as needed)."))
+                              why=f"Stack {'these tables' if args.tables else 'every table'} at {site} for {span} "
+                                  "(widen sites and months as needed)."))
     else:
         steps.append(NextStep(tool="eco_list_files", arguments={**selection, "kind": "data"},
                               why=f"The data files these tables come from at {site} in {month}."))
@@ -362,7 +396,7 @@ class StackTablesInput(ToolInput):
     end_month: str | None = Field(None, pattern=MONTH_PATTERN)
     package: Package = "basic"
     release: str | None = Field(None, max_length=64, description="Default: latest per month.")
-    include_provisional: bool = True
+    include_provisional: bool = Field(False, description="Also PROVISIONAL months (see the release column).")
     tables: list[str] | None = Field(None, min_length=1, max_length=50, description=(
         "Only these (and sensor_positions, science_review_flags)."))
     max_bytes: int | None = Field(None, ge=1, description="Refuse a selection of more source bytes.")
@@ -391,6 +425,7 @@ class StackedTable(WireModel):
 class DatasetCitation(WireModel):
     release: str
     doi: str | None
+    doi_url: str | None = None
     text: str | None
     bibtex: str | None
 
@@ -522,7 +557,8 @@ def _answer(record: dict[str, Any], folder: Path | None, rebuilt: set[str], tota
         package=record["package"], site_codes=sel["siteCodes"], start_month=sel["startMonth"],
         end_month=sel["endMonth"], releases=record["releases"], tables=tables,
         files={k: v["file"] for k, v in (record.get("files") or {}).items()},
-        citations=[DatasetCitation(**c) for c in record.get("citations") or []], totals=totals,
+        citations=[DatasetCitation(**{**c, "doi": bare_doi(c.get("doi")), "doi_url": doi_link(c.get("doi"))})
+                   for c in record.get("citations") or []], totals=totals,
         resolved=resolved, notes=[*notes, *record.get("notes", [])], next_steps=steps,
         source=Source(origin="upstream", endpoints=[endpoint], api_base_url=cfg.eco.base_url))
 
@@ -558,8 +594,18 @@ class _Listed:
     """A selection listed and planned: caps, hosts and confinement checked, nothing fetched."""
 
     def __init__(self, query: Any, resolved: dict[str, Any], plan: Plan, wanted: list[str] | None,
-                 endpoint: str) -> None:
+                 endpoint: str, provisional_left: int = 0) -> None:
         self.query, self.resolved, self.plan, self.wanted, self.endpoint = query, resolved, plan, wanted, endpoint
+        self.provisional_left = provisional_left
+
+    def provisional_note(self) -> list[str]:
+        """What was left out by default: neonUtilities too stacks released data only unless asked."""
+        n = self.provisional_left
+        if not n:
+            return []
+        return [f"Left out {n} provisional site-month{'s' if n != 1 else ''} (not in a release yet, may change): "
+                "released data only by default; include_provisional=true stacks them too, told apart by each "
+                "row's release column."]
 
     @property
     def selection(self) -> dict[str, Any]:
@@ -576,11 +622,13 @@ async def _list_and_plan(args: StackTablesInput, call: CallContext, idx: Catalog
     wanted = sorted(set(args.tables)) if args.tables else None
     listing = await list_site_months(client, cfg, query)
     endpoint = LISTING_ENDPOINT if len(query.sites) == 1 and query.start == query.end else "POST /data/query"
+    left = len(_provisional_left(idx, query, listing))
     if not listing.files:
         raise EcoError("not_found", f"start_month: no data for {query.product} at {', '.join(query.sites)} from "
                        f"{query.start} to {query.end}" + ("" if query.include_provisional else " (released data)"),
-                       details={"field": "start_month"},
-                       hint="eco_get_availability tells which months each site has.")
+                       details={"field": "start_month", **({"provisionalSiteMonths": left} if left else {})},
+                       hint=f"{left} site-month(s) hold provisional data only: include_provisional=true stacks them."
+                       if left else "eco_get_availability tells which months each site has.")
     present = {f.table for f in listing.files if f.kind == "data" and f.table}
     if wanted:
         unknown = [t for t in wanted if t not in present and t not in (names.SENSOR_POSITIONS,
@@ -595,7 +643,23 @@ async def _list_and_plan(args: StackTablesInput, call: CallContext, idx: Catalog
                        {f.name: f.md5 for f in listing.files})
     plan.items = _plan_items(idx, query.product, [f for f in listing.files if f.name in use], plan.base)
     check(plan, cfg, if_exists="skip", max_bytes=args.max_bytes, max_files=cfg.downloads.max_stack_files)
-    return _Listed(query, resolved, plan, wanted, endpoint)
+    return _Listed(query, resolved, plan, wanted, endpoint, left)
+
+
+def _provisional_left(idx: CatalogIndex, query: Any, listing: Any) -> set[tuple[str, str]]:
+    """The site-months left out for holding provisional data only (include_provisional false): as
+    the upstream answered, else as the availability catalog says (NEON's POST query omits them)."""
+    if query.include_provisional or query.release is not None:
+        return set()
+    entry = idx.by_code.get(query.product)
+    out = set(listing.provisional_only)
+    for site in query.sites:
+        cell = entry.cells.get(site) if entry is not None else None
+        for a, b in cell.by_release.get(PROVISIONAL, ()) if cell is not None else ():
+            out.update((site, months.month_from_index(k)) for k in range(a, b + 1)
+                       if query.start <= months.month_from_index(k) <= query.end
+                       and (site, months.month_from_index(k)) not in listing.site_months)
+    return out
 
 
 def _zero_totals(n: int, started: float) -> StackTotals:
@@ -633,7 +697,7 @@ async def stack_tables(args: StackTablesInput, call: CallContext) -> StackTables
     folder = plan.confiner.directory(PurePosixPath(dataset.FOLDER, ds_id), "dataset folder")
     listed = await _list_and_plan(args, call, idx, plan, query, resolved)
     endpoint = listed.endpoint
-    notes: list[str] = []
+    notes: list[str] = listed.provisional_note()
     sources = [SourceFile(plan.root / i.rel, i.name, i.md5, i.release or PROVISIONAL) for i in plan.items]
     record = await asyncio.to_thread(dataset.load, folder)
     current = record is not None and await asyncio.to_thread(dataset.is_current, record, folder, sources)
@@ -710,8 +774,8 @@ def _selection_call(sel: dict[str, Any]) -> dict[str, Any]:
         out["package"] = sel["package"]
     if sel.get("release"):
         out["release"] = sel["release"]
-    if not sel.get("includeProvisional", True):
-        out["include_provisional"] = False
+    if sel.get("includeProvisional"):
+        out["include_provisional"] = True
     if sel.get("tables"):
         out["tables"] = sel["tables"]
     return out
@@ -794,7 +858,7 @@ async def _stack_on_server(args: StackTablesInput, call: CallContext) -> StackTa
     selection = listed.selection
     key = store.dataset_key(selection, [(i.name, i.md5, i.release or PROVISIONAL) for i in plan.items],
                             cfg.eco.base_url)
-    notes: list[str] = []
+    notes: list[str] = listed.provisional_note()
     row = await catalog_read(store.lookup, key)
     record = None
     if row is not None:
@@ -881,12 +945,14 @@ class QueryTablesInput(ToolInput):
 class QueryColumn(WireModel):
     name: str
     type: str
-    units: str | None = Field(description="null: a derived column.")
+    units: str | None = Field(description="Derived from the SQL.")
+    units_reason: str | None = Field(None, description="Why units is null.")
 
 
 class QueryCitation(WireModel):
     release: str
     doi: str | None
+    doi_url: str | None = None
     text: str | None
     tables: list[str]
 
@@ -950,8 +1016,53 @@ def _query_citations(result: query.Result) -> list[QueryCitation]:
         for rel in sorted(t.releases):
             by_release.setdefault(rel, []).append(t.name)
     known = {c.get("release"): c for c in result.dataset.record.get("citations") or []}
-    return [QueryCitation(release=rel, doi=(known.get(rel) or {}).get("doi"), text=(known.get(rel) or {}).get("text"),
-                          tables=tabs) for rel, tabs in sorted(by_release.items())]
+    return [_citation_of(known, rel, tabs) for rel, tabs in sorted(by_release.items())]
+
+
+def _citation_of(known: dict[Any, dict[str, Any]], release: str, tables: list[str]) -> QueryCitation:
+    c = known.get(release) or {}
+    return QueryCitation(release=release, doi=bare_doi(c.get("doi")), doi_url=doi_link(c.get("doi")),
+                         text=c.get("text"), tables=tables)
+
+
+async def _rows_read(result: query.Result, run: Callable[[str], concurrent.futures.Future[query.Result]]
+                     ) -> tuple[list[QueryCitation], list[str]]:
+    """The citations of the releases of the rows the query read, and the quality-flag note: from
+    a follow-up of the query's FROM and WHERE (planned by tables.lineage in the engine worker) run
+    through the same sandboxed engine; every table's releases, said so, where the query's shape
+    does not tell."""
+    from tables import lineage
+
+    if not result.tables:
+        return [], []
+    follow = lineage.FollowUp.from_json(result.follow_up, result.dataset)
+    notes: list[str] = []
+    got: lineage.Lineage | None = None
+    # A table of one release needs no follow-up for its citation: every row read is of it.
+    single = follow.table is not None and len(follow.table.releases) <= 1
+    if follow.sql is not None and (follow.flags or not single):
+        try:
+            done = await asyncio.wrap_future(run(follow.sql))
+        except EcoError as exc:
+            notes.append(f"Which releases the rows came from could not be read ({exc.code}): cited every release of "
+                         "the tables read.")
+        else:
+            got = follow.read(done.rows[0]) if done.rows else None
+    if got is not None and got.flagged:
+        flags = " or ".join(follow.flags)
+        notes.append(f"{got.flagged} of the {got.rows} rows read have {flags} set (they failed NEON's quality "
+                     f"assessment) and are in the aggregates of {', '.join(follow.fields)}: add WHERE "
+                     f"{' AND '.join(f'{f} = 0' for f in follow.flags)} to leave them out.")
+    if got is not None and got.releases is not None and follow.table is not None:
+        if not got.rows:
+            notes.append("The query read no rows: there is nothing to cite.")
+        known = {c.get("release"): c for c in result.dataset.record.get("citations") or []}
+        return [_citation_of(known, rel, [follow.table.name]) for rel in sorted(got.releases)], notes
+    cites = _query_citations(result)
+    if follow.undecidable:
+        notes.append(f"Which rows fed the answer is not decidable for a query with {follow.undecidable}: cited every "
+                     f"release of the tables read ({', '.join(c.release for c in cites)}).")
+    return cites, notes
 
 
 def _query_steps(args: QueryTablesInput, product: str, sites: list[str], cites: list[QueryCitation], returned: int,
@@ -1042,10 +1153,17 @@ async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTables
     record = result.dataset.record
     sel = record.get("selection") or {}
     sites = list(sel.get("siteCodes") or [])
-    cites = _query_citations(result)
+    try:
+        cites, read_notes = await _rows_read(result, lambda sql: engine.start(
+            folder, sql, 1, _query_limits(call), budget=None, cpu_s=tcfg.query_cpu_s,
+            settings=engine.Settings(workers=tcfg.engine_workers, memory_mb=tcfg.engine_memory_mb), cancel=cancel))
+    except asyncio.CancelledError:
+        cancel.set()
+        raise
     out = QueryTablesOutput(
         dataset_id=result.dataset.id, product_code=record.get("product", ""),
-        columns=[QueryColumn(name=c.name, type=c.type, units=c.units) for c in result.columns], rows=[],
+        columns=[QueryColumn(name=c.name, type=c.type, units=c.units, units_reason=c.units_reason)
+                 for c in result.columns], rows=[],
         returned=0, total_rows=result.total, truncated=False, truncated_by=None, seconds=round(result.seconds, 4),
         tables_read=[t.name for t in result.tables], citations=cites,
         source=Source(origin="local", endpoints=[]))
@@ -1072,12 +1190,9 @@ async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTables
         by = "limit"
         notes.append(f"Showing the first {keep} rows (limit {args.limit}) of "
                      + (f"{result.total}." if result.total is not None else "more (not counted)."))
-    if any(c.units is None for c in result.columns) and any(c.units for c in result.columns):
-        notes.append("units: from NEON's variables file for columns taken as they are (or renamed); derived "
-                     "columns (expressions, aggregates) have none.")
     out.rows, out.returned = rows, len(rows)
     out.truncated, out.truncated_by = by is not None, by
-    out.notes = notes
+    out.notes = notes + read_notes
     out.next_steps = _query_steps(args, out.product_code, sites, cites, len(rows), by is not None and more)
     return out
 
@@ -1099,19 +1214,38 @@ def query_next_step(record: dict[str, Any]) -> NextStep | None:
         if mean and any(c["name"] == "startDateTime" for c in sensor["columns"]) and positioned:
             # One row per position period: a sensor that moved within a month gives a row for each
             # of its heights, never one height for the month.
+            passed, said = _passed(sensor)
             sql = (f"SELECT siteID, verticalPosition, zOffset, positionStartDateTime, date_trunc('month', startDateTime) "
-                   f"AS month, avg({mean}) AS {mean}Monthly FROM {sensor['name']}{layout.POSITIONED} GROUP BY siteID, "
-                   "verticalPosition, zOffset, positionStartDateTime, month ORDER BY ALL")
+                   f"AS month, avg({mean}) AS {mean}Monthly FROM {_ident(sensor['name'] + layout.POSITIONED)}{passed} "
+                   "GROUP BY siteID, verticalPosition, zOffset, positionStartDateTime, month ORDER BY ALL")
             return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"], "sql": sql},
-                            why="Monthly means by site and sensor height (each period a sensor spent at a height), "
-                                "with the citation of the data.")
+                            why=f"Monthly means by site and sensor height (each period a sensor spent at a height)"
+                                f"{said}, with the citation of the data.")
         if mean and any(c["name"] == "startDateTime" for c in sensor["columns"]):
+            passed, said = _passed(sensor)
             sql = (f"SELECT siteID, horizontalPosition, verticalPosition, date_trunc('month', startDateTime) AS month, "
-                   f"avg({mean}) AS {mean}Monthly FROM {sensor['name']} GROUP BY ALL ORDER BY ALL")
+                   f"avg({mean}) AS {mean}Monthly FROM {_ident(sensor['name'])}{passed} GROUP BY ALL ORDER BY ALL")
             return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"], "sql": sql},
-                            why="Monthly means by site and sensor position (no sensor_positions table to give "
-                                "heights), with the citation of the data.")
+                            why=f"Monthly means by site and sensor position (no sensor_positions table to give "
+                                f"heights){said}, with the citation of the data.")
     first = data[0]
+    passed, said = _passed(first)
     return NextStep(tool="eco_query_tables", arguments={"dataset_id": record["datasetId"],
-                                                        "sql": f"SELECT * FROM {first['name']} LIMIT 10"},
-                    why="Ask the stacked tables in SQL (one SELECT), with the citation of the data.")
+                                                        "sql": f"SELECT * FROM {_ident(first['name'])}{passed} LIMIT 10"},
+                    why=f"Ask the stacked tables in SQL (one SELECT){said}, with the citation of the data.")
+
+
+def _ident(name: str) -> str:
+    """A table name as SQL: quoted unless a plain identifier (2DWSD_30min starts with a digit)."""
+    return name if name.isidentifier() else '"' + name.replace('"', '""') + '"'
+
+
+def _passed(table: dict[str, Any]) -> tuple[str, str]:
+    """The WHERE that leaves out rows NEON's quality assessment failed, and the words that say so:
+    every query the service suggests keeps only rows whose final quality flags are 0."""
+    from tables import quality
+
+    cond = quality.passed(c["name"] for c in table.get("columns") or [])
+    if cond is None:
+        return "", ""
+    return f" WHERE {cond}", f", flagged rows left out ({cond}: NEON's quality assessment passed)"

@@ -112,18 +112,58 @@ def _transport_line(transport: Transport) -> Step:
 
 # --- eco_find_data ------------------------------------------------------------------------------
 
+# Words of a question that name no measured thing: a product search must match every word, so the
+# first search is what is measured ("soil temperature"), not the whole question.
+QUESTION_WORDS = frozenset("""a an the of at in on for to by and or with from during over per across between within
+    what was were is are be been how which when where who why did does do there many much any all each this that
+    mean average averaged monthly daily annual yearly weekly hourly seasonal total maximum minimum max min median
+    highest lowest shallowest deepest depth depths height top bottom surface value values trend change changes
+    data measured measurement measurements site sites year years month months neon""".split())
+SITE_WORD = re.compile(r"\b(?!NEON\b)[A-Z]{4}\b")
+YEAR = re.compile(r"\b((?:19|20)\d{2})(?:-(0[1-9]|1[0-2]))?\b")
+
+
+def search_words(question: str) -> str:
+    """What a question measures, for eco_search_products: its words less site codes, years, and
+    words of place, time and statistics."""
+    words = [w for w in re.findall(r"[A-Za-z][A-Za-z-]*", question)
+             if not SITE_WORD.fullmatch(w) and w.lower() not in QUESTION_WORDS]
+    return " ".join(w.lower() for w in words) or question
+
+
+def _window(text: str) -> tuple[str, str] | None:
+    """The months a timeframe (or a question) names: a year, a month, or a range of them."""
+    found = YEAR.findall(text)
+    if not found:
+        return None
+    (y0, m0), (y1, m1) = found[0], found[-1]
+    return f"{y0}-{m0 or '01'}", f"{y1}-{m1 or '12'}"
+
+
+def _search_call(args: dict[str, str], what: str) -> str:
+    extra = ""
+    region = args.get("region") or ""
+    site = region if SITE_WORD.fullmatch(region) else next(iter(SITE_WORD.findall(args["question"])), None)
+    if site:
+        extra += f", site=\"{site}\""
+    window = _window(args.get("timeframe") or args["question"])
+    if window:
+        extra += f", available_from=\"{window[0]}\", available_to=\"{window[1]}\""
+    return f"eco_search_products(query=\"{what}\"{extra})"
+
+
 def _find_steps(args: dict[str, str], transport: Transport) -> list[Step]:
-    what = args.get("organism_or_variable") or args["question"]
+    what = args.get("organism_or_variable") or search_words(args["question"])
     region = args.get("region")
     when = args.get("timeframe")
     steps = [
         Step((), f"Help answer this question with NEON data: {args['question']!r}."
                  + (f" Region: {region}." if region else "") + (f" Timeframe: {when}." if when else "")
                  + (f" Organism or variable: {what}." if "organism_or_variable" in args else "")),
-        Step(("eco_search_products",), f"Find candidate data products: eco_search_products(query=\"{what}\") "
-             "(add site, available_from and available_to for the place and time asked, theme or science_team "
-             "to narrow; valid values are in eco://reference/vocabularies). Read matchedOn and the month range "
-             "of each hit."),
+        Step(("eco_search_products",), f"Find candidate data products: {_search_call(args, what)} (every word "
+             "of query must match: name what is measured; site, available_from and available_to give the place "
+             "and time asked; theme or science_team narrow; valid values are in eco://reference/vocabularies). "
+             "Read matchedOn and the month range of each hit; its nextSteps lead on."),
     ]
     if region:
         steps.append(Step(("eco_search_sites",), f"Find field sites for the region: eco_search_sites(query=\"{region}\") "
@@ -138,12 +178,13 @@ def _find_steps(args: dict[str, str], transport: Transport) -> list[Step]:
              "end_month=\"YYYY-MM\")" + (f" for {when}" if when else "")
              + ". Months under PROVISIONAL are not in a release yet."),
         Step(("eco_describe_tables",), "See its tables and fields with units: eco_describe_tables(product=..., "
-             "site_code=...). For sensor data pick the coarsest averaging interval that answers the question "
-             "(30-minute for monthly means). It needs an upstream API token; on auth_required tell the user how "
+             "site_code=..., start_month=..., end_month=...) (the search's nextSteps give it). For sensor data pick "
+             "the coarsest averaging interval that answers the question (30-minute for monthly means). It needs an upstream API token; on auth_required tell the user how "
              "to set one (eco://guide/api-token)."),
         _stack_line(transport),
         Step(("eco_query_tables",), "Answer with SQL: eco_query_tables(dataset_id=..., sql=\"SELECT ...\"), "
-             "starting from the query the stack's nextSteps propose (monthly means by site and sensor height). "
+             "starting from the query the stack's nextSteps propose (monthly means by site and sensor height, rows "
+             "that failed NEON's quality assessment left out with finalQF = 0). "
              "<table>_positioned gives each row's zOffset and heightRank (1 = the top of the tower or the "
              "shallowest soil sensor). The answer has units and the citations of the releases it read."),
         Step(("eco_list_files",), "To hand over files instead, size them first: eco_list_files(product=..., "
@@ -158,7 +199,8 @@ def _find_steps(args: dict[str, str], transport: Transport) -> list[Step]:
 
 def _stack_line(transport: Transport) -> Step:
     call = ("Stack the table for the sites and months asked: eco_stack_tables(product=..., site_codes=[...], "
-            "start_month=..., end_month=..., tables=[...]) (the selection eco_describe_tables proposes, widened). ")
+            "start_month=..., end_month=..., tables=[...]) (the selection eco_describe_tables proposes, with its "
+            "window and table). Released data only, unless include_provisional=true. ")
     if transport == "stdio":
         return Step(("eco_stack_tables", "eco_describe_tables"), call + "It downloads into the download directory "
                     "and answers when done with dataset_id.")

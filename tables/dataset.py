@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tables import layout
 from tables.layout import DATASET_ID_PATTERN, DATASET_JSON, FOLDER  # noqa: F401  (re-exported)
 from tables.stack import (
     TMP_SUFFIX,
@@ -58,6 +59,7 @@ SIDE_BY_SIDE = 4
 SIDE_FILES = {"variables": "variables.csv", "validation": "validation.csv", "categorical_codes": "categoricalCodes.csv",
               "readme": "readme.txt"}
 ISSUE_LOG = "issue_log.csv"
+READMES = layout.READMES
 ISSUE_LOG_COLUMNS = ("id", "parentIssueID", "issueDate", "resolvedDate", "dateRangeStart", "dateRangeEnd",
                      "locationAffected", "issue", "resolution")
 
@@ -378,6 +380,7 @@ def _side_files(folder: Path, sources: list[SourceFile], old: dict[str, Any],
         if prior.get("source") != src.name or prior.get("md5") != src.md5 or not _has(target, prior.get("bytes")):
             _copy_atomic(src.path, target)
         out[kind] = {"file": plain, "source": src.name, "md5": src.md5, "bytes": target.stat().st_size}
+    out.update(side_readmes(folder, sources, old))
     if issue_log:
         data = issue_log_csv(issue_log)
         digest = hashlib.md5(data).hexdigest()
@@ -388,6 +391,26 @@ def _side_files(folder: Path, sources: list[SourceFile], old: dict[str, Any],
         out["issue_log"] = {"file": ISSUE_LOG, "md5": digest, "bytes": len(data), "rows": len(issue_log)}
     else:
         (folder / ISSUE_LOG).unlink(missing_ok=True)
+    return out
+
+
+def side_readmes(folder: Path, sources: list[SourceFile], old: dict[str, Any]) -> dict[str, Any]:
+    """Each site's newest readme beside the tables as readme.<site>.txt (the readme table's rows:
+    a dataset of several sites has one readme each, as NEON publishes them)."""
+    out: dict[str, Any] = {}
+    sites = sorted({s.parsed.site for s in sources if s.parsed.kind == "readme" and s.parsed.site})
+    for site in sites:
+        src = max((s for s in sources if s.parsed.kind == "readme" and s.parsed.site == site),
+                  key=lambda s: (s.parsed.published, s.name))
+        key, target = f"{READMES}{site}", folder / f"readme.{site}.txt"
+        prior = old.get(key) or {}
+        if prior.get("source") != src.name or prior.get("md5") != src.md5 or not _has(target, prior.get("bytes")):
+            _copy_atomic(src.path, target)
+        out[key] = {"file": target.name, "source": src.name, "md5": src.md5, "bytes": target.stat().st_size,
+                    "site": site}
+    for stale in folder.glob("readme.*.txt"):
+        if stale.name not in {v["file"] for v in out.values()}:
+            stale.unlink(missing_ok=True)
     return out
 
 

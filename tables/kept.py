@@ -33,7 +33,8 @@ class Kept:
 
 
 def _kept(row: VariablesFileRow) -> Kept:
-    key = (row.upstream, row.product_code, row.release, row.md5)
+    # The file's name too: the same content is published under each site's name, and the answer names it.
+    key = (row.upstream, row.product_code, row.release, row.md5, row.file_name)
     got = _parsed.get(key)
     if got is None:
         got = Kept(product=row.product_code, release=row.release, file_name=row.file_name, md5=row.md5,

@@ -11,6 +11,8 @@ FOLDER = "datasets"
 DATASET_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$"
 # The view of a sensor table with each row's position joined: "<table>_positioned".
 POSITIONED = "_positioned"
+# Keys of the per-site readmes in dataset.json's files: readme_<site> (tables.dataset, tables.side).
+READMES = "readme_"
 
 
 def on_disk(path: Path, size: int | None) -> bool:
@@ -21,3 +23,9 @@ def on_disk(path: Path, size: int | None) -> bool:
         return path.stat().st_size == size
     except OSError:
         return False
+
+
+def has_tables(code: str, publication_format_type: str) -> bool:
+    """Whether a product publishes tables a stack reads (CSV per site and month with a variables
+    file): NEON's level-1 products, not the airborne ones (images, point clouds)."""
+    return code.startswith("DP1.") and not any(k in publication_format_type for k in ("AOP", "AER"))

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from eco_core.errors import EcoError
 from eco_core.memo import memos
-from tables import layout, names
+from tables import layout, names, side, units
 from tables.layout import POSITIONED
 
 if TYPE_CHECKING:
@@ -198,17 +198,19 @@ def _relations(folder: Path, record: dict[str, Any]) -> dict[str, Table]:
     if var and VARIABLES not in out:
         release = by_source.get(var.get("source"))
         out[VARIABLES] = Table(VARIABLES, None, {}, [], {release} if release else set(), "variables", (VARIABLES,))
+    out.update({k: Table(n, None, {}, [], rels, "side", (n,))
+                for k, (n, rels) in side.relations(record, by_source).items() if k not in out})
     return out
 
 
 # ------------------------------------------------------------------------------------ the SQL
 @dataclass
 class Checked:
-    """What the parser tells of an accepted query: the dataset's relations it names, and for the
-    units, each result column's source when it is a bare column (renamed or not)."""
+    """What the parser tells of an accepted query: the dataset's relations it names, and the
+    derivation of its result columns' units."""
 
     tables: list[Table]
-    units: dict[str, str | None]
+    units: units.Derivation
 
 
 def _quote(name: str) -> str:
@@ -446,73 +448,9 @@ def _position(sql: str, d: dict[str, Any]) -> dict[str, int]:
     return {"position": pos, **_line_col(sql, pos)}
 
 
-def _from_tables(ref: Any, ds: Dataset, out: dict[str, Table | None]) -> None:
-    """Alias -> relation of the FROM clause of one SELECT (None: a subquery, CTE or function)."""
-    if not isinstance(ref, dict):
-        return
-    typ = ref.get("type")
-    if typ == "JOIN":
-        _from_tables(ref.get("left"), ds, out)
-        _from_tables(ref.get("right"), ds, out)
-        return
-    alias = str(ref.get("alias") or "").lower()
-    if typ == "BASE_TABLE":
-        name = str(ref.get("table_name") or "").lower()
-        out[alias or name] = ds.tables.get(name)
-    elif typ != "EMPTY":
-        out[alias or f"#{len(out)}"] = None
-
-
-def _units(ds: Dataset, node: dict[str, Any]) -> dict[str, str | None]:
-    """Units of the result columns that are bare column references of the dataset's relations
-    (a plain rename included): every other column is derived and has none. Set operations,
-    DESCRIBE and the like have none."""
-    if node.get("type") != "SELECT_NODE":
-        return {}
-    from_: dict[str, Table | None] = {}
-    _from_tables(node.get("from_table"), ds, from_)
-    units: dict[str, str | None] = {}
-    derived: set[str] = set()
-
-    def put(name: str, value: str | None) -> None:
-        key = name.lower()
-        if key in units and units[key] != value:
-            derived.add(key)  # the same name with other units from two relations: say none
-        units[key] = value
-
-    def lookup(qualifier: str | None, column: str) -> tuple[bool, str | None]:
-        rels = [from_.get(qualifier.lower())] if qualifier else list(from_.values())
-        found = [r.columns[c] for r in rels if r is not None for c in r.columns if c.lower() == column.lower()]
-        if not found or (any(r is None for r in rels) and not qualifier):
-            return False, None
-        return (True, found[0]) if len(set(found)) == 1 else (False, None)
-
-    for item in node.get("select_list") or []:
-        cls = item.get("class")
-        alias = str(item.get("alias") or "")
-        if cls == "COLUMN_REF":
-            parts = [str(p) for p in item.get("column_names") or []]
-            if not parts:
-                continue
-            ok, value = lookup(parts[-2] if len(parts) > 1 else None, parts[-1])
-            name = alias or parts[-1]
-            if ok:
-                put(name, value)
-            else:
-                derived.add(name.lower())
-        elif cls == "STAR" and not item.get("columns") and item.get("expr") is None:
-            relation = str(item.get("relation_name") or "").lower()
-            rels = [from_.get(relation)] if relation else list(from_.values())
-            for r in rels:
-                if r is None:
-                    continue
-                for c, u in r.columns.items():
-                    put(c, u)
-            for rep in item.get("replace_list") or []:
-                derived.add(str(rep.get("alias") or rep.get("name") or "").lower())
-        else:
-            derived.add(alias.lower() if alias else f"#{len(derived)}")
-    return {k: v for k, v in units.items() if k not in derived}
+def _units(ds: Dataset, node: dict[str, Any]) -> units.Derivation:
+    """The unit of each result column, derived from the parsed query (tables.units)."""
+    return units.derive(node, {k: units.Source(t.columns, frozenset(t.timestamps)) for k, t in ds.tables.items()})
 
 
 def _bad_sql(sql: str, exc: BaseException, folder: Path, max_depth: int = 0) -> EcoError:
@@ -578,6 +516,7 @@ class Column:
     name: str
     type: str
     units: str | None
+    units_reason: str | None = None  # why units is None (tables.units)
 
 
 @dataclass
@@ -591,6 +530,7 @@ class Result:
     dataset: Dataset
     by_bytes: bool = False  # the rows stop at the byte budget
     cut: list[str] = field(default_factory=list)  # columns whose value was cut to fit the budget
+    follow_up: dict[str, Any] | None = None  # tables.lineage's plan of the rows read (JSON, from the worker)
 
 
 def _type_name(t: Any) -> str:
@@ -739,7 +679,6 @@ def engine_for(folder: Path, limits: Limits) -> Engine:
 def _connect(ds: Dataset, lim: Limits) -> duckdb.DuckDBPyConnection:
     import duckdb
 
-    from tables import dataset
 
     con = duckdb.connect(":memory:", config={
         "threads": lim.threads, "memory_limit": f"{lim.memory_mb}MB", "temp_directory": "",
@@ -764,10 +703,8 @@ def _connect(ds: Dataset, lim: Limits) -> duckdb.DuckDBPyConnection:
                     del ds.tables[key]
                 else:
                     _made(con, _positioned_view(t, positions), ds, key)
-        if VARIABLES in ds.tables:
-            csv_path = str(folder / dataset.SIDE_FILES["variables"]).replace("'", "''")
-            _made(con, f"CREATE TABLE {VARIABLES} AS SELECT * FROM read_csv('{csv_path}', header = true, "
-                  "all_varchar = true, quote = '\"', escape = '\"')", ds, VARIABLES)
+        # variables (with rows for the columns the stack adds), validation, categoricalCodes, readme, issue_log
+        side.create(con, folder, ds.record, lambda ddl, key: _made(con, ddl, ds, key))
         con.execute("SET GLOBAL TimeZone = 'UTC'")
         con.execute("SET allowed_paths = ?", [files])
         con.execute("SET enable_external_access = false")
@@ -861,7 +798,9 @@ class QueryRun:
             try:
                 cur = con.execute(self.sql)
                 description = cur.description or []
-                columns = [Column(d[0], _type_name(d[1]), checked.units.get(d[0].lower())) for d in description]
+                derived = checked.units.for_columns(d[0] for d in description)
+                columns = [Column(d[0], _type_name(d[1]), u.unit, u.reason)
+                           for d, u in zip(description, derived, strict=True)]
                 page = self._fetch(cur, columns)
             finally:
                 timer.cancel()
@@ -869,7 +808,10 @@ class QueryRun:
             if page.more and not page.by_bytes:
                 total = self._count_rest(cur, len(page.rows) + 1, started, page.used / max(1, len(page.rows)))
             seconds = time.monotonic() - started
-            return Result(columns, page.rows, page.more, total, seconds, checked.tables, ds, page.by_bytes, page.cut)
+            from tables import lineage
+
+            return Result(columns, page.rows, page.more, total, seconds, checked.tables, ds, page.by_bytes, page.cut,
+                          lineage.plan(ds, self.sql, con).to_json())
         except duckdb.Error as exc:
             raise engine_error(exc, self.sql, ds, checked, self.limits, self._cancelled) from None
         except RecursionError:  # a tree the parser's bound let through, read deeper than Python goes

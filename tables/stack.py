@@ -275,6 +275,10 @@ def needed(file_names: Iterable[str], wanted: set[str] | None = None,
             out.add(max(found, key=lambda s: (s.parsed.published, s.name)).name)
     if md5s:  # a file the listing gives no MD5 for cannot be told apart: only the newest is fetched
         out |= {s.name for s in distinct_variables(s for s in sources if s.md5)}
+    # Each site's newest readme too: the readme table has a row per site (tables.side).
+    for site in {s.parsed.site for s in sources if s.parsed.kind == "readme"}:
+        out.add(max((s for s in sources if s.parsed.kind == "readme" and s.parsed.site == site),
+                    key=lambda s: (s.parsed.published, s.name)).name)
     return out
 
 

@@ -168,21 +168,22 @@ def test_a_cartesian_join_is_stopped_by_the_memory_limit_and_the_process_lives_o
     assert run(folder, "SELECT count(*) AS n FROM ST_30_minute", limits=small).rows == [[5856]]
 
 
-def test_units_come_from_the_variables_file_for_bare_and_renamed_columns_only(soil):
+def test_units_are_derived_from_the_query_through_aggregates_and_ctes(soil):
     folder, _ = soil
     got = run(folder, "SELECT siteID, soilTempMean, soilTempMean AS t, s.soilTempMaximum, avg(soilTempMean) OVER () "
                       "AS soilTempMinimum, soilTempMean * 1.8 + 32 AS f FROM ST_30_minute s LIMIT 3")
     units = {c.name: c.units for c in got.columns}
     assert units == {"siteID": None, "soilTempMean": "celsius", "t": "celsius", "soilTempMaximum": "celsius",
-                     "soilTempMinimum": None, "f": None}
+                     "soilTempMinimum": "celsius", "f": None}
+    assert "no unit" in {c.name: c.units_reason for c in got.columns}["f"]
     star = run(folder, "SELECT * FROM sensor_positions")
     units = {c.name: c.units for c in star.columns}
     assert units["zOffset"] == "meter" and units["locationReferenceLatitude"] == "degrees"
     assert {c.name: c.type for c in star.columns}["positionStartDateTime"] == "timestamp"
-    agg = run(folder, "SELECT siteID, avg(soilTempMean) AS soilTempMean FROM ST_30_minute GROUP BY siteID")
-    assert [(c.name, c.units) for c in agg.columns] == [("siteID", None), ("soilTempMean", None)]
+    agg = run(folder, "SELECT siteID, avg(soilTempMean), count(*) FROM ST_30_minute GROUP BY siteID")
+    assert [c.units for c in agg.columns] == [None, "celsius", "number"]
     cte = run(folder, "WITH x AS (SELECT soilTempMean FROM ST_30_minute) SELECT soilTempMean FROM x LIMIT 1")
-    assert cte.columns[0].units is None  # conservative: not traced through a CTE
+    assert cte.columns[0].units == "celsius"
     assert [t.name for t in got.tables] == ["ST_30_minute"] and got.tables[0].releases == {"RELEASE-2026"}
 
 
@@ -300,6 +301,7 @@ def test_the_step_a_stacked_dataset_offers_is_a_query_that_runs(soil):
     step = query_next_step(dataset.load(folder))
     assert step is not None and step.tool == "eco_query_tables" and step.arguments["dataset_id"] == folder.name
     assert "ST_30_minute_positioned" in step.arguments["sql"] and "any_value" not in step.arguments["sql"]
+    assert "WHERE finalQF = 0" in step.arguments["sql"] and "flagged rows left out" in step.why
     got = run(folder, step.arguments["sql"])
     assert [c.name for c in got.columns][:3] == ["siteID", "verticalPosition", "zOffset"]
     # By period, worked out again from the stacked files: the sensor that moved on 2024-08-21 gives
@@ -312,7 +314,7 @@ def test_the_step_a_stacked_dataset_offers_is_a_query_that_runs(soil):
                and r["startDateTime"] >= p["positionStartDateTime"]
                and (p["positionEndDateTime"] is None or r["startDateTime"] < p["positionEndDateTime"])]
         key = (r["siteID"], r["verticalPosition"], p["zOffset"], r["startDateTime"].strftime("%Y-%m"))
-        if r["soilTempMean"] is not None:
+        if r["soilTempMean"] is not None and r["finalQF"] == 0:  # the suggestion leaves out flagged rows
             sums.setdefault(key, []).append(r["soilTempMean"])
     mine = {(r[0], r[1], r[2], r[4][:7]): r[5] for r in got.rows}
     assert got.total == len(sums) == 5 and mine.keys() == sums.keys()
@@ -330,7 +332,7 @@ def test_ctes_are_read_in_their_scope_and_the_datasets_own_names_still_work(soil
     assert run(folder, "WITH a AS (SELECT 2 AS v), b AS (SELECT v FROM a) SELECT v FROM b").rows == [[2]]
     assert run(folder, "WITH ST_30_minute AS (SELECT count(*) AS n FROM ST_30_minute) SELECT n FROM "
                        "ST_30_minute").rows == [[5856]]
-    assert run(folder, "SHOW TABLES").total == 6
+    assert run(folder, "SHOW TABLES").total == 7  # readme too (tables.side)
     # a CTE of one subquery is no name outside it
     err = refused(folder, "SELECT * FROM x, (WITH x AS (SELECT 1) SELECT 1) y")
     assert err.code == "not_found" and "'x'" in err.message

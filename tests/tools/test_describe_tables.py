@@ -52,7 +52,7 @@ async def test_the_dictionary_is_the_variables_files_field_for_field(call_tool, 
     types = {f["name"]: f["columnType"] for f in fields if f["table"] == next(iter(tables))}
     if code == SAAT:
         for t in ("SAAT_1min", "SAAT_30min"):
-            assert tables[t]["type"] == "site-date" and tables[t]["averagingMinutes"] == int(t[5:].rstrip("min"))
+            assert tables[t]["type"] == "sensor" and tables[t]["averagingMinutes"] == int(t[5:].rstrip("min"))
             assert len(tables[t]["positions"]) >= 2 and all(p.startswith("000.0") for p in tables[t]["positions"])
         assert types["startDateTime"] == "timestamp" and types["tempSingleMean"] == "double"
         assert types["finalQF"] == "int64"
@@ -121,8 +121,9 @@ async def test_pages_continue_at_next_offset_and_the_steps_stack_on_stdio_or_lis
     assert more == {"product": SAAT, "limit": 5, "offset": 5}
     second = (await call_tool("eco_describe_tables", more)).ok
     assert {f["name"] for f in second["fields"]}.isdisjoint({f["name"] for f in first["fields"][:1]})
-    [stack] = [s["arguments"] for s in first["nextSteps"] if s["tool"] == "eco_stack_tables"]
-    assert stack == {"product": SAAT, "site_codes": [first["listedSite"]], "start_month": first["listedMonth"]}
+    coarsest, every = [s["arguments"] for s in first["nextSteps"] if s["tool"] == "eco_stack_tables"]
+    assert every == {"product": SAAT, "site_codes": [first["listedSite"]], "start_month": first["listedMonth"]}
+    assert coarsest == {**every, "tables": ["SAAT_30min"]}
     http = (await call_tool("eco_describe_tables", {"product": SAAT, "limit": 5}, transport="http")).ok
     assert not [s for s in http["nextSteps"] if s["tool"] == "eco_stack_tables"]
     [files] = [s["arguments"] for s in http["nextSteps"] if s["tool"] == "eco_list_files"]

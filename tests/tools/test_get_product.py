@@ -24,7 +24,10 @@ async def test_empty_include_answers_from_the_catalog_field_by_field_with_no_req
         assert body[key] == p[key], key
     tags = sim.world.product_releases(SOIL)
     assert [r["release"] for r in body["releases"]] == tags and body["latestRelease"] == tags[-1]
-    assert body["releases"][-1]["doi"] == sim.world.product_doi(SOIL, tags[-1])["url"] == body["urls"]["doi"]
+    # DOIs in one form everywhere: doi bare, doiUrl the link.
+    link = sim.world.product_doi(SOIL, tags[-1])["url"]
+    assert body["releases"][-1]["doiUrl"] == link == body["urls"]["doiUrl"] and link.startswith("https://doi.org/")
+    assert body["releases"][-1]["doi"] == link.removeprefix("https://doi.org/") == body["urls"]["doi"]
     avail = sim.world.availability(SOIL)
     assert body["availability"]["siteCount"] == len(avail)
     assert body["availability"]["siteMonths"] == sum(len(m) for m in avail.values())

@@ -97,7 +97,8 @@ async def test_every_published_form_gives_the_positioned_view_through_the_sdk(st
     async with Client(sim_stdio(stdio_env, sim, sim.issue_token(), downloads), mode="2026-07-28") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         stacked = await _call(client, tools, "eco_stack_tables", {
-            "product": SOIL, "site_codes": sorted(FORMS), "start_month": WINDOW[1], "tables": ["ST_30_minute"]})
+            "product": SOIL, "site_codes": sorted(FORMS), "start_month": WINDOW[1], "tables": ["ST_30_minute"],
+            "include_provisional": True})
         assert {"ST_30_minute", "sensor_positions"} <= {t["name"] for t in stacked["tables"]}
         assert any("TALL" in n and "2017-2018 form" in n for n in stacked["notes"]), stacked["notes"]
         ds = stacked["datasetId"]
@@ -116,7 +117,7 @@ async def test_every_published_form_gives_the_positioned_view_through_the_sdk(st
             z, start = expected[site][hv]
             assert n_placed == n and lo == hi == z, (site, hv)
             assert since == (None if start is None else start.strftime("%Y-%m-%dT%H:%M:%SZ")), (site, hv)
-        assert {c["name"]: c["units"] for c in placed["columns"]}["lo"] is None  # derived: no units claimed
+        assert {c["name"]: c["units"] for c in placed["columns"]}["lo"] == "meter"  # min(zOffset) keeps its unit
 
         # The oldest form's reference coordinates arrive under the current names.
         tall = await sql("SELECT DISTINCT sensorLocationID, referenceElevation, zOffset, sensorElevation FROM "
@@ -147,7 +148,8 @@ async def test_an_unreadable_sensor_positions_file_leaves_every_other_table_quer
     async with Client(sim_stdio(stdio_env, sim, sim.issue_token(), downloads), mode="2026-07-28") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         stacked = await _call(client, tools, "eco_stack_tables", {
-            "product": SOIL, "site_codes": [BROKEN_SITE], "start_month": WINDOW[1], "tables": ["ST_30_minute"]})
+            "product": SOIL, "site_codes": [BROKEN_SITE], "start_month": WINDOW[1], "tables": ["ST_30_minute"],
+            "include_provisional": True})
         names = {t["name"] for t in stacked["tables"]}
         assert "ST_30_minute" in names and "sensor_positions" not in names
         note = next(n for n in stacked["notes"] if n.startswith("sensor_positions"))
@@ -239,7 +241,7 @@ async def test_a_field_only_older_months_carry_is_kept_through_the_sdk(stdio_env
         tools = {t.name: t for t in (await client.list_tools()).tools}
         stacked = await _call(client, tools, "eco_stack_tables", {
             "product": SOIL, "site_codes": ["HARV"], "start_month": "2025-07", "end_month": "2025-08",
-            "tables": ["ST_30_minute"]})
+            "tables": ["ST_30_minute"], "include_provisional": True})
         st = next(t for t in stacked["tables"] if t["name"] == "ST_30_minute")
         cols = {c["name"]: c for c in st["columns"]}
         assert cols[MOVED]["type"] == cols[LEGACY]["type"] == "int64"

@@ -57,10 +57,12 @@ async def test_queries_over_http_answer_units_citations_and_truncation_and_never
             body = assert_valid_tool_result(tools["eco_query_tables"], await call({"dataset_id": ds_id,
                                                                                    "sql": MONTHLY}))
             assert [c["name"] for c in body["columns"]] == ["siteID", "verticalPosition", "month", "meanTemp", "n"]
-            assert body["columns"][3] == {"name": "meanTemp", "type": "double", "units": None}
+            assert body["columns"][3] == {"name": "meanTemp", "type": "double", "units": "celsius", "unitsReason": None}
+            assert body["columns"][4]["units"] == "number" and body["columns"][0]["unitsReason"]
             assert body["rows"][0][:3] == ["HARV", "501", "2024-08-01T00:00:00Z"] and body["returned"] == 4
             assert body["totalRows"] == 4 and not body["truncated"] and body["tablesRead"] == ["ST_30_minute"]
-            assert body["citations"] == [{"release": "RELEASE-2026", "doi": "10.48443/sim-soil", "text": body[
+            assert body["citations"] == [{"release": "RELEASE-2026", "doi": "10.48443/sim-soil",
+                                          "doiUrl": "https://doi.org/10.48443/sim-soil", "text": body[
                 "citations"][0]["text"], "tables": ["ST_30_minute"]}]
             cite = _step(body, "eco_get_citation")
             assert cite == {"product": SOIL, "format": "bibtex", "release": "RELEASE-2026", "site_codes": ["HARV"]}

@@ -69,7 +69,7 @@ def _neonutilities(sim, token: str, tmp_path: Path, dpid: str, sites: list[str],
 async def test_the_stacked_tables_equal_neonutilities_from_the_same_selection(call_tool, sim, sim_token, dl_dir,
                                                                                 tmp_path):
     body = (await call_tool("eco_stack_tables", {"product": LITTER, "site_codes": SITES, "start_month": WINDOW[0],
-                                                 "end_month": WINDOW[1]})).ok
+                                                 "end_month": WINDOW[1], "include_provisional": True})).ok
     theirs = _neonutilities(sim, sim_token, tmp_path, LITTER, SITES, WINDOW)
     folder = Path(body["folder"])
     assert folder.parent == dl_dir / "datasets" and folder.name == body["datasetId"]
