@@ -61,8 +61,8 @@ class PlotTablesInput(ToolInput):
         "One read-only DuckDB SELECT or WITH, as for eco_query_tables; its columns are what x, y and color name."))
     chart: ChartKind = Field("auto", description=(
         "line (over time), bar (by group), scatter; auto: a line when x is a time, bars when x is text, else scatter."))
-    x: str | None = Field(None, max_length=200, description="Column for x. Default: the first time column, else the first.")
-    y: str | None = Field(None, max_length=200, description="Numeric column for y. Default: the first other numeric one.")
+    x: str | None = Field(None, max_length=200, description="Column for x. Default: a time column, else the first.")
+    y: str | None = Field(None, max_length=200, description="Numeric column for y. Default: the last other numeric one.")
     color: str | None = Field(None, max_length=200, description=(
         "Column giving one colour per group. Default: the other text columns together, when they make at most 12 groups."))
     title: str | None = Field(None, max_length=200)
@@ -152,7 +152,10 @@ def _pick(args: PlotTablesInput, columns: list[query.Column], rows: list[list[An
     if args.x is not None:
         x = _column(args.x, columns, "x")
     else:
-        x = next((c for c in columns if c.type in TEMPORAL), columns[0])
+        # The time column with the most distinct values (a period's start repeats; the month
+        # varies), the later of equals; else the first column.
+        times = [(len({r[i] for r in rows}), i) for i, c in enumerate(columns) if c.type in TEMPORAL]
+        x = columns[max(times)[1]] if times else columns[0]
     color_given = _column(args.color, columns, "color") if args.color is not None else None
     if args.y is not None:
         y = _column(args.y, columns, "y")
@@ -161,7 +164,8 @@ def _pick(args: PlotTablesInput, columns: list[query.Column], rows: list[list[An
                            details={"field": "y", "type": y.type},
                            hint="Name a numeric column for y (or cast it in the SQL).")
     else:
-        y_found = next((c for c in columns if c.type in NUMERIC and c is not x and c is not color_given), None)
+        # The last numeric column: a query names its measure (an aggregate) after its keys.
+        y_found = next((c for c in reversed(columns) if c.type in NUMERIC and c is not x and c is not color_given), None)
         if y_found is None:
             raise EcoError("invalid_argument", "y: the query has no numeric column besides x to plot",
                            details={"field": "y", "columns": [c.name for c in columns]},

@@ -7,6 +7,8 @@ and anonymous requests refused."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import csv
 import io
 import json
@@ -67,12 +69,17 @@ def page(pages, chromium) -> Iterator[Any]:
         context.close()
 
 
-async def mcp_query(service: Service, ds_id: str, sql: str, limit: int = 200) -> dict[str, Any]:
-    """eco_query_tables' answer from the same service, through the SDK's MCP client."""
-    async with Client(service.base + "/mcp", mode="2026-07-28") as client:
-        result = await client.call_tool("eco_query_tables", {"dataset_id": ds_id, "sql": sql, "limit": limit})
-    assert not result.is_error, result.structured_content
-    return result.structured_content
+def mcp_query(service: Service, ds_id: str, sql: str, limit: int = 200) -> dict[str, Any]:
+    """eco_query_tables' answer from the same service, through the SDK's MCP client (on a thread of
+    its own: Playwright's synchronous API holds this one's event loop)."""
+    async def ask() -> dict[str, Any]:
+        async with Client(service.base + "/mcp", mode="2026-07-28") as client:
+            result = await client.call_tool("eco_query_tables", {"dataset_id": ds_id, "sql": sql, "limit": limit})
+        assert not result.is_error, result.structured_content
+        return result.structured_content
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, ask()).result()
 
 
 def test_anonymous_requests_are_refused(pages):
@@ -84,7 +91,7 @@ def test_anonymous_requests_are_refused(pages):
         assert "soilTemp" not in resp.text
 
 
-async def test_a_staff_member_browses_a_dataset_runs_sql_and_sees_its_chart(pages, page):
+def test_a_staff_member_browses_a_dataset_runs_sql_and_sees_its_chart(pages, page):
     service, ds_id, folder = pages
     SCREENSHOTS.mkdir(exist_ok=True)
     print(f"dataset page screenshots: {SCREENSHOTS}", file=sys.stderr)
@@ -102,9 +109,10 @@ async def test_a_staff_member_browses_a_dataset_runs_sql_and_sees_its_chart(page
     row.locator("a").click()
     page.wait_for_selector("#chart svg", timeout=60_000)
     assert page.locator("#chart svg .mark-line path, #chart svg .mark-line, #chart svg path").count() > 0
-    assert "soilTempMean" in page.inner_text("#table-ST_30_minute") and "celsius" in page.inner_text(
-        "#table-ST_30_minute")
-    assert "@misc{soil" in page.inner_text(".citation pre.bibtex")
+    columns = page.eval_on_selector_all("#table-ST_30_minute table.columns tbody tr",
+                                        "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+    assert ["soilTempMean", "double", "celsius"] in columns
+    assert "@misc{soil" in (page.text_content(".citation pre.bibtex") or "")
     page.screenshot(path=str(SCREENSHOTS / "dataset-page.png"), full_page=True)
 
     # The SQL box answers as eco_query_tables does, and charts the result.
@@ -113,7 +121,7 @@ async def test_a_staff_member_browses_a_dataset_runs_sql_and_sees_its_chart(page
     page.wait_for_selector("#chart svg", timeout=60_000)
     cells = page.eval_on_selector_all("#sql-result tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
     heads = page.eval_on_selector_all("#sql-result thead th", "hs => hs.map(h => h.textContent)")
-    answer = await mcp_query(service, ds_id, DAILY)
+    answer = mcp_query(service, ds_id, DAILY)
     assert heads == [c["name"] + (f" ({c['units']})" if c["units"] else "") for c in answer["columns"]]
     assert cells == [["" if v is None else str(v) for v in r] for r in answer["rows"]]
     assert len(cells) == 122
@@ -135,9 +143,9 @@ async def test_a_staff_member_browses_a_dataset_runs_sql_and_sees_its_chart(page
     mean_at = rows[0].index("soilTempMean")
     values = [float(r[mean_at]) for r in rows[1:] if r[mean_at] != ""]
     assert values == [v for v in table.column("soilTempMean").to_pylist() if v is not None]
-    stats = await mcp_query(service, ds_id, f"SELECT count(*) AS n, avg(soilTempMean) AS m FROM {TABLE}")
+    stats = mcp_query(service, ds_id, f"SELECT count(*) AS n, avg(soilTempMean) AS m FROM {TABLE}")
     assert stats["rows"][0][0] == len(rows) - 1 and abs(stats["rows"][0][1] - sum(values) / len(values)) < 1e-9
-    head = await mcp_query(service, ds_id, f"SELECT * FROM {TABLE} LIMIT 5", limit=5)
+    head = mcp_query(service, ds_id, f"SELECT * FROM {TABLE} LIMIT 5", limit=5)
     assert [["" if v is None else str(v) for v in r] for r in head["rows"]] == rows[1:6]
     parquet = page.context.request.get(f"{service.base}/datasets/{ds_id}/{TABLE}.parquet")
     assert parquet.status == 200 and parquet.body() == (folder / f"{TABLE}.parquet").read_bytes()
