@@ -52,6 +52,7 @@ BUCKETS = [(60, "1 minute"), (300, "5 minutes"), (600, "10 minutes"), (900, "15 
            (7889238, "3 months"), (31556952, "1 year"), (315569520, "10 years")]
 
 ChartKind = Literal["auto", "line", "bar", "scatter"]
+Kind = Literal["line", "bar", "scatter"]
 Reduced = Literal["none", "time_buckets", "sample", "first_rows", "thinned"]
 
 
@@ -141,7 +142,7 @@ def _column(name: str, columns: list[query.Column], field: str) -> query.Column:
 
 
 def _pick(args: PlotTablesInput, columns: list[query.Column], rows: list[list[Any]]
-          ) -> tuple[str, query.Column, query.Column, list[query.Column], list[str]]:
+          ) -> tuple[Kind, query.Column, query.Column, list[query.Column], list[str]]:
     """The chart's kind, x, y and colour columns; notes on what was chosen."""
     from tables.charts import NUMERIC, TEMPORAL
 
@@ -171,6 +172,7 @@ def _pick(args: PlotTablesInput, columns: list[query.Column], rows: list[list[An
                            details={"field": "y", "columns": [c.name for c in columns]},
                            hint="Select a numeric column (an average, a count, a measurement).")
         y = y_found
+    kind: Kind
     if args.chart != "auto":
         kind = args.chart
     elif x.type in TEMPORAL:

@@ -87,9 +87,9 @@ def spec(kind: Kind, values: list[dict[str, Any]], x: Field, y: Field, color: Fi
         if kind == "bar":
             enc["xOffset"] = {"field": "c", "type": "nominal", "sort": None}  # grouped, not stacked
     enc["tooltip"] = tooltip
-    mark: dict[str, Any] = {"line": {"type": "line", "strokeWidth": 1.5},
-                            "bar": {"type": "bar"},
-                            "scatter": {"type": "point", "filled": True, "size": 18, "opacity": 0.7}}[kind]
+    marks: dict[str, dict[str, Any]] = {"line": {"type": "line", "strokeWidth": 1.5}, "bar": {"type": "bar"},
+                                        "scatter": {"type": "point", "filled": True, "size": 18, "opacity": 0.7}}
+    mark = marks[kind]
     if kind == "line" and x.type == "temporal":
         mark["interpolate"] = "linear"
     return {

@@ -132,7 +132,10 @@ def dataset_detail(request: HttpRequest, dataset_id: str) -> HttpResponse:
     step = query_next_step(record)
     default_sql = step.arguments["sql"] if step is not None else ""
     sql = (request.GET.get("sql") or default_sql).strip()
-    result, error, spec, chart_notes = None, None, None, []
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    spec: dict[str, Any] | None = None
+    chart_notes: list[str] = []
     if sql:
         result, error = _query(dataset_id, sql, SQL_ROWS)
         if result is not None:
@@ -182,12 +185,16 @@ def _csv_rows(path: Path) -> Iterator[bytes]:
         yield tail.encode()
 
 
+def _next_chunk(rows: Iterator[bytes]) -> bytes | None:
+    return next(rows, None)
+
+
 async def _async_rows(path: Path) -> AsyncIterator[bytes]:
     """_csv_rows off the event loop: under ASGI a response streams an asynchronous iterator (a
     synchronous one is read whole into memory first, with a warning)."""
     rows = _csv_rows(path)
     while True:
-        chunk = await sync_to_async(next, thread_sensitive=False)(rows, None)
+        chunk = await sync_to_async(_next_chunk, thread_sensitive=False)(rows)
         if chunk is None:
             return
         yield chunk
