@@ -898,6 +898,8 @@ class QueryTablesOutput(Envelope):
     citations: list[QueryCitation]
 
 
+# Column types eco_plot_tables can put on a y axis: a result with one is offered as a chart.
+CHART_NUMBERS = ("double", "int64", "int32", "int16", "int8", "int128", "uint64")
 # Bytes kept free under the result budget for the envelope's notes and next steps.
 QUERY_ENVELOPE_RESERVE = 2048
 
@@ -1025,6 +1027,9 @@ async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTables
     out.truncated, out.truncated_by = by is not None, by
     out.notes = notes
     out.next_steps = _query_steps(args, out.product_code, sites, cites, len(rows), by is not None)
+    if len(out.columns) >= 2 and any(c.type in CHART_NUMBERS for c in out.columns):
+        out.next_steps.append(NextStep(tool="eco_plot_tables", arguments={"dataset_id": args.dataset_id, "sql": args.sql},
+                                       why="A chart of these rows (PNG and Vega-Lite), units on its axes."))
     return out
 
 

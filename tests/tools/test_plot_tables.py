@@ -144,6 +144,9 @@ async def test_charts_over_http_are_a_png_and_the_vega_lite_spec_of_the_same_fig
             assert bars["chart"] == "bar" and bars["vegaLite"]["mark"]["type"] == "bar"
             assert [[v["x"], v["y"]] for v in bars["vegaLite"]["data"]["values"]] == rows["rows"]
             assert bars["points"] == 48 <= BAR_BUDGET and bars["reduced"] == "none"
+            # eco_query_tables offers the chart of a result with a number in it.
+            offered = [s["arguments"] for s in rows["nextSteps"] if s["tool"] == "eco_plot_tables"]
+            assert offered == [{"dataset_id": ds_id, "sql": DAILY}]
 
             # A scatter of two measurements, sampled to the budget; every point is a row of the table.
             scatter, _, _ = chart(await plot({"sql": "SELECT soilTempMinimum, soilTempMaximum FROM ST_30_minute",
