@@ -40,8 +40,6 @@ def pages(sim, tmp_path_factory) -> Iterator[tuple[Service, str, Path]]:
     ds_id, record = stack_soil(folder / "downloads", into=store)
 
     def prepare(env: dict[str, str]) -> None:
-        # The pages' scripts are static files: collected as scripts/setup and the image collect them.
-        _manage(env, "collectstatic", "--noinput", "--verbosity", "0")
         size = sum(p.stat().st_size for p in (store / ds_id).rglob("*") if p.is_file())
         row = {"dataset_id": ds_id, "product": record["product"], "selection": record["selection"],
                "size_bytes": size}
