@@ -1,9 +1,9 @@
 """Benchmark of eco_graphql: the guard-rail check (parse, operation and root-field rules, depth
 through fragments, what the query asks for, local schema validation) in process for a small query,
-for one at the alias and depth limits and for the 400-alias query that once stalled the server;
+for one at the alias and depth limits and for the 400-alias query that once stalled the server and issue 41's fragment bomb;
 reading and cutting a large reply to the budget; p50/p99 over HTTP for a small query and the
 hostile one's time to refusal (the SDK client against uvicorn on a loopback socket, the simulator
-behind it); and what four heavy calls at once (each a 5 MB reply cut to the budget) do to
+behind it); /healthz while waves of four fragment bombs are refused; and what four heavy calls at once (each a 5 MB reply cut to the budget) do to
 /healthz and eco_ping timed from another task meanwhile, with the process's resident growth.
 
     .venv/bin/python bench/bench_graphql.py [--calls 200]
@@ -28,6 +28,13 @@ graphql-core 3.3.2, 200 calls; milliseconds):
   eco_ping during 4 heavy calls at once (34 samples)               11.7      64.5
   the 4 heavy calls (5 MB replies each): 920 ms wall; resident growth 45 MB (each reply's bytes
   and text while read, the simulator's copies too; the read bound is 8 MB per reply)
+Issue 41's fragment bomb (939 characters, 25 fragments each spreading the next twice: 2^24
+aliased roots), same VM, load average ~6, 200 calls (milliseconds):
+  refusal of the fragment bomb, in process                          1.2      10.9
+  HTTP, fragment bomb refused, 4 at once (SDK client, no token)    62.2     102.2
+  /healthz during 4 fragment bombs at once (23 samples)            16.3      44.9
+Before the fragments were sized once each (root fields and aliases were collected by expanding
+every spread), one such query held the event loop 48 s and a /healthz probe waited 48.4 s.
 The refusal is graphql-core parsing the 7.5 KB document (the bounds are checked before its
 validation, which compares hundreds of aliased fields pairwise); its p99, like the HTTP one, is a
 full garbage collection of this process (the simulator's world included) landing in a run.
@@ -75,6 +82,45 @@ def hostile() -> str:
     from tests.reliability.fuzzing import GRAPHQL_ALIASES
 
     return GRAPHQL_ALIASES
+
+
+def fragment_bomb(levels: int = 24) -> str:
+    """Issue 41's 939 characters: 25 fragments each spreading the next twice (2^24 aliased roots)."""
+    parts = [f"fragment F{i} on Query {{...F{i + 1} ...F{i + 1}}}" for i in range(levels)]
+    return " ".join(["{...F0}", *parts, f"fragment F{levels} on Query {{a:products{{productCode}}}}"])
+
+
+async def bombs_with_probe(base: str, url: str, waves: int = 10) -> tuple[list[float], list[float]]:
+    """Waves of four fragment bombs at once through the SDK client (no token) while another task
+    times /healthz: each bomb's time to refusal, and the probe's latencies."""
+    import httpx
+    from mcp import Client
+
+    bomb = fragment_bomb()
+    refusals, health, done = [], [], asyncio.Event()
+    async with httpx.AsyncClient(base_url=base) as web, Client(url, mode="2026-07-28") as client:
+        await web.get("/healthz")
+
+        async def probe() -> None:
+            while not done.is_set():
+                t0 = time.perf_counter()
+                await web.get("/healthz")
+                health.append((time.perf_counter() - t0) * 1000)
+                await asyncio.sleep(0.005)
+
+        async def one() -> None:
+            t0 = time.perf_counter()
+            result = await client.call_tool("eco_graphql", {"query": bomb})
+            refusals.append((time.perf_counter() - t0) * 1000)
+            assert result.is_error and result.structured_content["error"]["code"] == "query_too_large"
+
+        gc.collect()
+        probing = asyncio.create_task(probe())
+        for _ in range(waves):
+            await asyncio.gather(*(one() for _ in range(4)))
+        done.set()
+        await probing
+    return refusals, health
 
 
 def timed(fn, runs: int, fresh=lambda: None) -> list[float]:
@@ -211,6 +257,9 @@ def main() -> None:
                  timed(check(limit_query), opts.calls)))
     bad = hostile()
     rows.append((f"refusal of 400 aliases of products{{...F}} ({len(bad)} chars)", timed(refused(bad), opts.calls)))
+    bomb = fragment_bomb()
+    rows.append((f"refusal of the fragment bomb (25 fragments, 2^24 aliases, {len(bomb)} chars)",
+                 timed(refused(bomb), opts.calls)))
     body = products_reply().encode()
     reply = read_reply(body, 50000)
     rows.append((f"read and cut a {reply.bytes_total}-byte products reply to 50000 bytes",
@@ -220,6 +269,9 @@ def main() -> None:
     try:
         rows.append(("HTTP round trip, small query", asyncio.run(over_http(url, opts.calls, SMALL, 1))))
         rows.append(("HTTP round trip, the 400-alias query refused", asyncio.run(over_http(url, opts.calls, bad, 0))))
+        bomb_times, bomb_health = asyncio.run(bombs_with_probe(base, url))
+        rows.append((f"HTTP, fragment bomb refused, 4 at once ({len(bomb_times)} calls)", bomb_times))
+        rows.append((f"/healthz during 4 fragment bombs at once ({len(bomb_health)} samples)", bomb_health))
         wall, health, pings, grew = asyncio.run(heavy_calls(sim, base, url))
         rows.append((f"/healthz during 4 heavy calls ({len(health)} samples)", health))
         rows.append((f"eco_ping during 4 heavy calls ({len(pings)} samples)", pings))

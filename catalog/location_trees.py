@@ -163,11 +163,22 @@ class StoredTrees:
             _trees.put(key, tree)
         return tree
 
+    async def names_from(self, prefix: str, *, limit: int = 20000) -> dict[str, str]:
+        """Stored names starting with `prefix` (name -> description), at most `limit`: the
+        candidates for a mistyped name (families.locations suggests from them)."""
+        found: dict[str, str] = await self.run(_names_from, prefix, limit)
+        return found
+
     async def find(self, name: str, *, record: bool = False) -> StoredPlace | None:
         if name in self.sites and not record:
             return StoredPlace(name, None)
         found: StoredPlace | None = await self.run(_find, name, record)
         return found
+
+
+def _names_from(prefix: str, limit: int) -> dict[str, str]:
+    rows = LocationNodeRow.objects.filter(name__startswith=prefix).values_list("name", "description")[:limit]
+    return {name: description or "" for name, description in rows}
 
 
 def _default_run(fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:

@@ -28,8 +28,24 @@ def nearest(text: str, accepted: Mapping[str, str], *, limit: int = 5) -> list[s
     keys = {k: k.upper() for k in accepted}
     found = [k for _, _, k in process.extract(text.strip().upper(), keys, scorer=fuzz.ratio,
                                               score_cutoff=CODE_CUTOFF, limit=limit)]
-    for _, _, k in process.extract(text, dict(accepted), scorer=fuzz.WRatio, processor=utils.default_process,
-                                   score_cutoff=TEXT_CUTOFF, limit=limit):
+    # WRatio finds the descriptions the text resembles, but scores a part of a long text: every
+    # "... Forest NEON" ties for "Harvrd Forest". The tied are ranked by how well each word of the
+    # text matches a word of the description, so the one misspelt word decides.
+    described = process.extract(text, dict(accepted), scorer=fuzz.WRatio, processor=utils.default_process,
+                                score_cutoff=TEXT_CUTOFF, limit=max(limit * 4, 20))
+    wanted = utils.default_process(text).split()
+    ranked = sorted(described, key=lambda m: (-_word_score(wanted, m[0]), -m[1]))
+    for _, _, k in ranked:
         if k not in found:
             found.append(k)
     return found[:limit]
+
+
+def _word_score(wanted: list[str], description: str) -> float:
+    """The mean, over the text's words, of each one's best fuzz.ratio against a word of `description`."""
+    from rapidfuzz import fuzz, utils
+
+    words = utils.default_process(description).split()
+    if not wanted or not words:
+        return 0.0
+    return sum(max(fuzz.ratio(w, d) for d in words) for w in wanted) / len(wanted)

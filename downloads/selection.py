@@ -80,8 +80,7 @@ def select(idx: CatalogIndex, cfg: EcoConfig, args: DataSelection) -> tuple[List
                        f"at most {cap}; narrow the sites or the months",
                        details={"siteMonths": span * len(codes), "maxSiteMonths": cap})
     resolved: dict[str, Any] = {"product": prod.echo()}
-    if any(s.matched_by != "code" for s in sites):
-        resolved["siteCodes"] = [s.echo() for s in sites]
+    resolved["siteCodes"] = [s.echo() for s in sites]  # every resolution, a code's too
     tag = None
     if args.release is not None:
         tag = resolve_release(args.release, index=idx).tag

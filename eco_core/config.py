@@ -185,7 +185,9 @@ class Cache(_Section):
         "Search indexes a process holds, one per set of catalog versions, least recently used forgotten "
         "first: the current one plus those a catalog swap superseded (1: the current one only). Each is "
         "the whole catalog in memory."))
-    prewarm: bool | None = Field(None, description="Build catalogs at start; unset: true on http, false on stdio.")
+    prewarm: bool | None = Field(None, description=(
+        "Build catalogs at start; unset: true on http, false on stdio. A stdio server still builds the "
+        "catalogs a search needs in the background once its first answers are out, unless this is false."))
     refresh_ahead: float = Field(0.1, ge=0, le=1, description="Refresh in the last fraction of a TTL.")
     stale_if_error_s: int = Field(86400, ge=0, le=30 * 86400, description="Serve stale answers this long when upstream fails.")
     redis_retry_s: float = Field(1.0, ge=0.05, le=300, description=(
@@ -285,10 +287,23 @@ class Tables(_Section):
         "Wall time one eco_query_tables query may run (then cancelled: query_too_large); below "
         "eco.call_deadline_s, so the call answers before its deadline."))
     query_memory_mb: int = Field(512, ge=16, le=1 << 20, description=(
-        "Memory of the query engine of one dataset, shared by its queries in this process; a query that needs "
-        "more is stopped (query_too_large), nothing spills to disk."))
+        "Memory of DuckDB's buffer manager for one dataset's engine in an engine worker; a query that needs "
+        "more is stopped (query_too_large), nothing spills to disk. Values outside it (long strings, lists) "
+        "count against tables.engine_memory_mb."))
     query_threads: int = Field(1, ge=1, le=256, description=(
         "Threads the query engine of one dataset may run a query on."))
+    query_cpu_s: float = Field(30.0, gt=0, le=3600, description=(
+        "CPU seconds (all its threads) one query may use in its engine worker (RLIMIT_CPU); past it the worker "
+        "is killed and replaced, and the query is query_too_large."))
+    query_max_depth: int = Field(100, ge=10, le=1000, description=(
+        "Deepest nesting a query may have, as DuckDB's parser counts it (expressions within expressions, "
+        "subqueries within subqueries); deeper is invalid_argument."))
+    engine_workers: int = Field(2, ge=1, le=64, description=(
+        "Engine worker processes one serving process keeps for queries (started on the first query, kept warm); "
+        "a query waits for a free one until its deadline, then is rate_limited (retryable)."))
+    engine_memory_mb: int = Field(1024, ge=256, le=1 << 20, description=(
+        "Memory one engine worker may allocate (RLIMIT_DATA: heap and private mappings, ~200 MB of it the "
+        "engine's own); a query past it is query_too_large, and a worker left holding half of it is replaced."))
     store_directory: Path | None = Field(None, description=(
         "The HTTP deployment's dataset store (stacked tables built by the workers; web and worker must share it); "
         "unset: the data folder's datasets/. stdio stacks into downloads.directory instead."))
@@ -296,6 +311,10 @@ class Tables(_Section):
         "Source bytes one dataset of the store may stack (HTTP); a larger selection is refused before any byte."))
     max_store_bytes: int = Field(21474836480, ge=1, le=1 << 48, description=(
         "Bytes the dataset store may hold (HTTP); past it, the least recently used ready datasets are deleted."))
+    build_lease_s: float = Field(60.0, ge=1, le=3600, description=(
+        "A store build's lease (HTTP): renewed by the running build every sixth of it; a build whose lease ran "
+        "out is recorded failed, and a queued build no worker took within half of it is queued again. Long "
+        "enough to ride out a database restart."))
 
 
 class Server(_Section):

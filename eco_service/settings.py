@@ -1,6 +1,7 @@
 """Django settings. Deployment shape comes from three optional variables:
 
-DATABASE_URL       unset: a SQLite file in the data folder (ECO_MCP_DATA_DIR, default ./data)
+DATABASE_URL       unset: a SQLite file in the data folder (ECO_MCP_DATA_DIR, default ./data; relative
+                   to the checkout)
 REDIS_URL          unset: an in-process cache (and an in-process rate-limit bucket)
 CELERY_BROKER_URL  unset: tasks run in-process; set it (usually to REDIS_URL) for worker + beat
 
@@ -22,6 +23,10 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 _DEFAULT_DATA_DIR = (BASE_DIR / "data" if (BASE_DIR / "manage.py").is_file()
                      else Path(os.environ.get("XDG_DATA_HOME") or "~/.local/share") / "eco-mcp")
 DATA_DIR = Path(os.environ.get("ECO_MCP_DATA_DIR") or _DEFAULT_DATA_DIR).expanduser()
+if not DATA_DIR.is_absolute() and (BASE_DIR / "manage.py").is_file():
+    # Relative to the checkout, as the README's examples mean it: a desktop client starts the
+    # server from a folder of its own choosing, where data/sim would be a stranger's folder.
+    DATA_DIR = BASE_DIR / DATA_DIR
 
 # Published in this file, so only good for stdio (no sessions, no admin) and explicit development:
 # HTTP start-up refuses it (check eco.E004) unless DJANGO_INSECURE_DEV_SECRET=1.
@@ -144,7 +149,10 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": DATA_DIR / "eco.sqlite3",
             # Several processes (web + in-process refresh) may write; wait instead of failing.
-            "OPTIONS": {"timeout": 20},
+            # IMMEDIATE: a transaction takes the write lock when it begins, so one that read first
+            # never has to upgrade, which SQLite refuses at once ("database is locked") whatever the
+            # timeout when another writer is waiting (parallel stack calls got catalog_unavailable).
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

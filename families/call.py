@@ -44,6 +44,10 @@ class CallContext:
     # the client did not ask for progress; None outside a server. Long reads (eco_stack_tables)
     # report through it.
     progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+    # The handshake era's way to ask (2025-11-25 and before, where input_required does not exist):
+    # sends the question as an elicitation/create request to a client that declared elicitation
+    # and returns its answer (action, content). None where the connection cannot carry it.
+    ask_back: Callable[[InputNeeded], Awaitable[dict[str, Any]]] | None = None
 
     @property
     def client(self) -> UpstreamClient:
@@ -62,6 +66,13 @@ class CallContext:
     def can_ask(self) -> bool:
         """input_required exists from 2026-07-28 on, and only for clients that declared elicitation."""
         return self.client_elicitation and self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def can_ask_back(self) -> bool:
+        """An earlier era's client that declared elicitation, on a connection that carries a server
+        request: asked mid-call, then the read runs again as a 2026-07-28 retry would."""
+        return (self.client_elicitation and self.ask_back is not None and self.request_state is None
+                and self.protocol_version not in MODERN_PROTOCOL_VERSIONS)
 
     def continuation(self) -> dict[str, Any] | None:
         """The decoded requestState of a retried call (question, candidates), or None on a first

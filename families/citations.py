@@ -151,8 +151,7 @@ def _sites(idx: CatalogIndex, site_codes: list[str] | None, resolved: dict[str, 
         rs = resolve.resolve_site(text, index=idx, field=f"site_codes[{i}]")
         if rs.code not in codes:
             codes.append(rs.code)
-        if rs.matched_by != "code":
-            resolved.setdefault("siteCodes", []).append(rs.echo())
+        resolved.setdefault("siteCodes", []).append(rs.echo())  # every resolution, a code's too
     return codes
 
 

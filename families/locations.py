@@ -56,6 +56,7 @@ from catalog.location_nodes import (
 )
 from catalog.location_trees import SiteTree, pruned
 from catalog.locations import LocationCatalog
+from catalog.suggest import nearest
 from eco_core.bounds import Configured
 from eco_core.errors import EcoError
 from eco_core.memo import memos
@@ -161,10 +162,10 @@ async def find_locations(args: FindLocationsInput, call: CallContext) -> FindLoc
     nodes: list[Node] = []
     walk: list[str] = []
     if args.site_codes is not None:
-        for code in args.site_codes:
-            if catalog.unavailable is None and code.strip().upper() not in catalog.sites:
-                raise await _unknown_name("site_codes", code, catalog, client)
-        walk = list(dict.fromkeys(c.strip().upper() for c in args.site_codes))
+        echoes = [await _site_code(code, catalog, client) for code in args.site_codes]
+        # Every resolution is echoed (the spec's common envelope), a code's too.
+        resolved["siteCodes"] = echoes
+        walk = list(dict.fromkeys(e["siteCode"] for e in echoes))
     else:
         name = _canonical_name(args.root or REALM, catalog)
         resolved["root"] = {"input": args.root or None, "locationName": name}
@@ -292,13 +293,10 @@ async def _walk(client: UpstreamClient, catalog: LocationCatalog, walk: list[str
 LocationSection = Literal["properties", "hierarchy", "history", "children", "polygon", "all"]
 
 
-def _default_include() -> list[LocationSection]:
-    return ["properties"]
-
-
 class GetLocationInput(ToolInput):
     name: str = Field(min_length=1, max_length=200, description="Case-sensitive, except site and domain codes.")
-    include: list[LocationSection] = Field(default_factory=_default_include, max_length=6, description="[]: the compact base record.")
+    # A plain default (pydantic copies it per instance) so the inputSchema states it: absent is not [].
+    include: list[LocationSection] = Field(["properties"], max_length=6, description="[]: the compact base record.")
     location_type: str | None = Field(None, max_length=100, description="Required for REALM and domains.")
     children_limit: int = Field(50, ge=1, le=500)
     children_offset: int = Field(0, ge=0)
@@ -554,10 +552,77 @@ def _canonical_name(name: str, catalog: LocationCatalog) -> str:
     return text
 
 
+def _site_name(text: str) -> str:
+    words = " ".join(text.lower().split())
+    return words[:-5] if words.endswith(" neon") else words
+
+
+async def _site_code(text: str, catalog: LocationCatalog, client: UpstreamClient) -> dict[str, Any]:
+    """One site_codes entry as `resolved` echoes it: a four-letter code (any case), or a site's
+    name as the location catalog describes it (a trailing " NEON" optional)."""
+    code = text.strip().upper()
+    if code in catalog.sites or (catalog.unavailable is not None and SITE_CODE.match(code)):
+        row = catalog.sites.get(code)
+        return {"input": text, "siteCode": code, "siteName": row.description if row else None, "matchedBy": "code"}
+    wanted = _site_name(text)
+    named = [row for row in catalog.sites.values() if wanted and _site_name(row.description) == wanted]
+    if len(named) == 1:
+        return {"input": text, "siteCode": named[0].name, "siteName": named[0].description, "matchedBy": "name"}
+    raise EcoError("not_found", f"site_codes: no field site {text!r}", details={
+        "didYouMean": nearest(text, {row.name: row.description for row in catalog.sites.values()})},
+        hint="site_codes takes four-letter site codes or site names; see details.didYouMean.")
+
+
+# The names below each site whose subtree this process read from the upstream (site code ->
+# names; names only, to stay small): a mistyped tower or plot name is suggested from them without
+# a request.
+_walked_names = memos.by_value("locations.walked_names", max_entries=100)
+
+
+def _remember_names(tree: m.Location) -> None:
+    if (tree.location_type or "").upper() == "SITE":
+        _walked_names.put(tree.location_name, tuple(n.name for n in hierarchy_nodes(tree, 12)))
+
+
+async def _site_names(site: str, catalog: LocationCatalog, client: UpstreamClient) -> dict[str, str]:
+    """The names in `site`'s subtree: stored, remembered, else its (cached) hierarchy=true answer."""
+    if catalog.trees is not None and site in catalog.trees.sites:
+        tree = await catalog.trees.tree(site)
+        return {n.name: n.description or "" for n, _ in tree.below(site, 12)}
+    known: tuple[str, ...] | None = _walked_names.get(site)
+    if known is None:
+        try:
+            _remember_names(await client.location(site, hierarchy=True))
+        except EcoError:
+            return {}
+        known = _walked_names.get(site)
+    return dict.fromkeys(known or (), "")
+
+
+async def _near_names(name: str, catalog: LocationCatalog, client: UpstreamClient) -> list[str]:
+    """Names a location argument accepts, nearest to `name` first: a name starting with a site
+    code (HARV_008...) is compared with that site's subtree; any other with the sites and domains
+    and the subtrees this process has read (a tower or soil array one character off)."""
+    head = name.strip()[:4].upper()
+    if head in catalog.sites and name.strip()[4:5] in ("_", "."):
+        return nearest(name, await _site_names(head, catalog, client))
+    accepted = {c.name: c.description for c in (*catalog.sites.values(), *catalog.domains.values())}
+    letters = re.match(r"[A-Za-z]+", name.strip())
+    kind = letters.group().upper() if letters is not None and len(letters.group()) >= 3 else None
+    if kind is not None:
+        # Names of the same kind (TOWER..., SOILAR...), stored or walked: NEON's names do not say
+        # their site. Only that kind: a mistyped site code is offered sites, not every plot.
+        for site in catalog.sites:
+            accepted.update((n, "") for n in (_walked_names.get(site) or ()) if n.startswith(kind))
+        if catalog.trees is not None:
+            accepted.update(await catalog.trees.names_from(kind))
+    return nearest(name, accepted)
+
+
 async def _unknown_name(field_name: str, name: str, catalog: LocationCatalog, client: UpstreamClient) -> EcoError:
     """not_found, suggesting only names that exist: the upper-cased name when NEON has it (one
-    cached request, asked only for a name with lower-case letters), then the nearest sites and domains."""
-    near = catalog.suggestions(name)
+    cached request, asked only for a name with lower-case letters), then the nearest names."""
+    near = await _near_names(name, catalog, client)
     hint = None
     upper = name.strip().upper()
     if upper != name.strip():
@@ -586,7 +651,10 @@ async def _exists(client: UpstreamClient, catalog: LocationCatalog, name: str) -
 async def _location(client: UpstreamClient, name: str, field_name: str, catalog: LocationCatalog,
                     **kw: Any) -> m.Location:
     try:
-        return await client.location(name, **kw)
+        found = await client.location(name, **kw)
+        if kw.get("hierarchy") and not kw.get("location_type"):
+            _remember_names(found)
+        return found
     except EcoError as exc:
         if exc.code == "not_found":
             raise await _unknown_name(field_name, name, catalog, client) from None

@@ -1,7 +1,7 @@
 """The plot family: eco_plot_tables, a chart of one read-only query over a stacked dataset.
 
-The query runs as eco_query_tables runs it (tables.query.QueryRun in the same sandbox, with the
-same limits: families.tables._query_limits), first for at most POINT_BUDGET rows, which give the
+The query runs as eco_query_tables runs it (tables.engine: an engine worker process, the same
+sandbox and limits), first for at most POINT_BUDGET rows, which give the
 columns, their types and units. A longer result is reduced in SQL around the caller's query,
 through the same path: a time series averaged into time buckets (per group), a scatter sampled
 (reservoir, repeatable), bars cut to the first BAR_BUDGET; a note says how. The chart is a
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import time
 from datetime import date, datetime
 from pathlib import Path
@@ -110,15 +111,21 @@ class PlotTablesOutput(Envelope):
 
 
 async def _run(call: CallContext, folder: Path, sql: str, limit: int) -> query.Result:
-    """One query, run as eco_query_tables runs it (families.tables.query_tables)."""
-    from tables import query
+    """One query, run as eco_query_tables runs it (families.tables.query_tables): in an engine
+    worker process under the same limits, its rows within the chart's share of the hard result
+    budget (the chart's data is the answer's bulk)."""
+    from tables import engine
 
-    run = query.QueryRun(folder, sql, limit, _query_limits(call))
-    future = run.start()
+    tcfg = call.cfg.tables
+    cancel = threading.Event()
+    future = engine.start(folder, sql, limit, _query_limits(call),
+                          budget=call.cfg.limits.hard_max_result_bytes - SPEC_RESERVE, cpu_s=tcfg.query_cpu_s,
+                          settings=engine.Settings(workers=tcfg.engine_workers, memory_mb=tcfg.engine_memory_mb),
+                          cancel=cancel)
     try:
         return await asyncio.wrap_future(future)
     except asyncio.CancelledError:
-        run.cancel()  # the caller went away: the engine stops the query too
+        cancel.set()  # the caller went away: the engine worker stops the query too
         raise
 
 
@@ -235,7 +242,7 @@ async def plot_tables(args: PlotTablesInput, call: CallContext) -> PlotTablesOut
         rows, reduced = rows[:BAR_BUDGET], "first_rows"
         notes.append(f"Showing the first {BAR_BUDGET} bars of {total if total is not None else 'more'} rows: "
                      "aggregate with GROUP BY or filter in the SQL for fewer.")
-    elif first.more and kind == "line" and x.type in charts.TEMPORAL:
+    elif (first.more or first.by_bytes) and kind == "line" and x.type in charts.TEMPORAL:
         gcount = f", count(DISTINCT ({', '.join(_q(g.name) for g in groups)}))" if groups else ""
         stats = await _run(call, folder, f"SELECT min({_q(x.name)}), max({_q(x.name)}), count(*){gcount} "
                                          f"FROM ({inner}) AS q WHERE {_q(x.name)} IS NOT NULL", 1)
@@ -251,9 +258,9 @@ async def plot_tables(args: PlotTablesInput, call: CallContext) -> PlotTablesOut
         columns, rows, reduced = [c.name for c in agg.columns], agg.rows, "time_buckets"
         notes.append(f"The query's {total} rows are averaged into buckets of {bucket} (mean of {y.name} per bucket"
                      + (" and group" if groups else "") + f"): {len(rows)} points, within the budget of {POINT_BUDGET}.")
-        if agg.more:
+        if agg.more or agg.by_bytes:
             notes.append(f"Only the first {POINT_BUDGET} buckets are drawn: narrow the time range in the SQL.")
-    elif first.more:
+    elif first.more or first.by_bytes:
         order = f" ORDER BY {_q(x.name)}" if kind == "line" else ""
         sql = (f"SELECT {_q(x.name)}, {_q(y.name)}{gsel} FROM ({inner}) AS q USING SAMPLE reservoir({POINT_BUDGET} "
                f"ROWS) REPEATABLE (43){order}")

@@ -5,8 +5,8 @@ a request, opt-in sections from the upstream detail record (`GET /products/{code
 
 Query rules: every query word (stop words aside) must match a word of the name, keywords, themes
 or description, exactly, as the start of a word, or within a small typo; a bare product code
-(with or without revision) matches that code exactly, whatever its status unless `status` is
-given. An unset `status` means ACTIVE (the spec's default) for text queries. `site` accepts codes
+(with or without revision) matches that code exactly, whatever its status unless a `status` other than
+ACTIVE is given. An unset `status` means ACTIVE (the spec's default) for text queries. `site` accepts codes
 or names and `release` a RELEASE-YYYY tag or latest (catalog.resolve). Facets count themes, teams,
 levels and statuses over the whole filtered set (not the page).
 """
@@ -30,6 +30,7 @@ from catalog.index import STOPWORDS, CatalogIndex, ProductEntry, overlaps, words
 from catalog.months import MONTH_PATTERN, month_index
 from catalog.releases import ReleaseInfo
 from catalog.search_common import Found, KeptSearches
+from catalog.suggest import nearest
 from catalog.text import clip
 from eco_core.memo import memos
 from eco_core.wire import Envelope, NextStep, Page, Source, ToolInput, WireModel, page, returned_again
@@ -171,8 +172,9 @@ def find_products(idx: CatalogIndex, args: SearchProductsInput) -> Found[Product
     if lo is not None and hi is not None and lo > hi:
         raise checks.bad("available_from", "is after available_to")
     checks.built(idx, "products")
-    # Unset means ACTIVE, except that a bare product code finds the product whatever its status.
-    status = args.status if "status" in args.model_fields_set else None
+    # Unset means ACTIVE, except that a bare product code finds the product whatever its status;
+    # the default sent as it stands (a client filling defaults from the schema) means the same.
+    status = args.status if "status" in args.model_fields_set and args.status != "ACTIVE" else None
     domain = args.domain_code.upper() if args.domain_code is not None else None
     key = (args.query, args.theme, args.science_team, status, args.level, args.has_expanded, args.site, domain,
            args.release, lo, hi, args.sort)
@@ -252,7 +254,11 @@ def _search(idx: CatalogIndex, args: SearchProductsInput, status: str | None, do
         "levels": dict(Counter(str(h.product.level) for h in hits)),
         "statuses": dict(Counter(h.product.status for h in hits)),
     }
-    did_you_mean = _suggest(idx, q, qwords, kept) if not hits and q and not code_match else None
+    did_you_mean = None
+    if not hits and q:
+        # A code one digit off is offered the codes nearest it (what eco_get_product suggests).
+        did_you_mean = nearest(q.upper(), {p.code: p.name for p in idx.products if kept(p)}) if code_match else (
+            _suggest(idx, q, qwords, kept))
     return Found(hits=hits, facets=facets, did_you_mean=did_you_mean, resolved=resolved)
 
 

@@ -146,7 +146,8 @@ DEFAULT_INCLUDE: tuple[PSection, ...] = ("files", "locations")
 
 class GetPrototypeInput(ToolInput):
     uuid: str = Field(pattern=UUID_PATTERN)
-    include: list[PSection] = Field(default_factory=lambda: list(DEFAULT_INCLUDE), max_length=6, description="[]: the compact base record.")
+    # A plain default (pydantic copies it per instance) so the inputSchema states it: absent is not [].
+    include: list[PSection] = Field(list(DEFAULT_INCLUDE), max_length=6, description="[]: the compact base record.")
     include_urls: bool = Field(True, description="Signed file URLs (valid about 7 days).")
     files_limit: int = Field(100, ge=1, le=500)
     files_offset: int = Field(0, ge=0)

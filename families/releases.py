@@ -124,13 +124,10 @@ async def list_releases(args: ListReleasesInput, call: CallContext) -> ListRelea
 Section = Literal["products", "sites", "artifacts", "all"]
 
 
-def _products_only() -> list[Section]:
-    return ["products"]
-
-
 class GetReleaseInput(ToolInput):
     release: str = Field(min_length=1, max_length=64, description="Tag, uuid or latest.")
-    include: list[Section] = Field(default_factory=_products_only, max_length=4,
+    # A plain default (pydantic copies it per instance) so the inputSchema states it: absent is not [].
+    include: list[Section] = Field(["products"], max_length=4,
                                   description="[]: the compact base record.")
     product_query: str | None = Field(None, max_length=300)
     products_limit: int = Field(50, ge=1, le=500)

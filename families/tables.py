@@ -25,6 +25,8 @@ import asyncio
 import hashlib
 import json
 import logging
+import re
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -727,6 +729,11 @@ def _server_answer(row: Any, record: dict[str, Any] | None, *, resolved: dict[st
     steps = _server_steps(row, record, _selection_call(sel))
     totals = _zero_totals(len(row.plan.get("items") or []) if row.plan else prog.get("filesTotal") or 0, started)
     if record is not None:
+        # Ready: the build's own figures, as its progress reports them (not the zeros of a call
+        # that only read the result).
+        totals = totals.model_copy(update={"downloaded": prog.get("filesDownloaded") or 0,
+                                           "bytes_transferred": prog.get("bytesDownloaded") or 0,
+                                           "tables_rebuilt": prog.get("tablesDone") or 0})
         out = _answer(record, None, set(), totals, resolved, notes, steps, cfg, endpoint)
         return out.model_copy(update={"state": "ready", "progress": progress})
     error = BuildError(**row.error) if row.error else None
@@ -857,9 +864,9 @@ def _restartable(row: Any) -> bool:
 
 
 # -- eco_query_tables ---------------------------------------------------------------------------
-# Read-only SQL over one stacked dataset (tables/query.py runs it in a sandboxed DuckDB engine on
-# a thread of its own). The dataset id is eco_stack_tables' answer; tables.query.dataset_folder
-# is the one place it becomes a folder. Units come from the variables file (through the
+# Read-only SQL over one stacked dataset (tables/query.py's sandboxed DuckDB engine, run in an
+# engine worker process by tables/engine.py). The dataset id is eco_stack_tables' answer;
+# tables.query.dataset_folder is the one place it becomes a folder. Units come from the variables file (through the
 # dataset's record) for bare columns only; citations are those of the releases the query's
 # tables were stacked from.
 
@@ -905,7 +912,8 @@ QUERY_ENVELOPE_RESERVE = 2048
 
 
 def _query_limits(call: CallContext) -> query.Limits:
-    """The query's wall time: tables.query_timeout_s, within what is left of the call's deadline."""
+    """The query's wall time: tables.query_timeout_s, within what is left of the call's deadline
+    (waiting for a free engine worker included)."""
     from tables import query
 
     t = call.cfg.tables
@@ -913,7 +921,8 @@ def _query_limits(call: CallContext) -> query.Limits:
     remaining = call.accounting.remaining() if call.accounting is not None else None
     if remaining is not None:
         timeout = max(0.1, min(timeout, remaining - 0.5))
-    return query.Limits(timeout_s=timeout, memory_mb=t.query_memory_mb, threads=t.query_threads)
+    return query.Limits(timeout_s=timeout, memory_mb=t.query_memory_mb, threads=t.query_threads,
+                        max_depth=t.query_max_depth, engine_memory_mb=t.engine_memory_mb)
 
 
 def compact_size(payload: Any) -> int:
@@ -928,6 +937,13 @@ def _fit_rows(rows: list[list[Any]], room: int) -> int:
         if used > room:
             return n
     return len(rows)
+
+
+# The envelope beside the rows (everything but the rows and the columns), as the engine worker
+# is told to leave room for: the rows stop there, so no more than fits ever reaches this process.
+QUERY_ENVELOPE_ESTIMATE = 3072
+# Our own paging step: the caller's query wrapped, and the rows from an offset.
+_PAGED = re.compile(r"\ASELECT \* FROM \((?P<inner>.*)\) AS q OFFSET (?P<offset>\d+)\Z", re.S)
 
 
 def _query_citations(result: query.Result) -> list[QueryCitation]:
@@ -945,8 +961,12 @@ def _query_steps(args: QueryTablesInput, product: str, sites: list[str], cites: 
     steps: list[NextStep] = []
     if truncated:
         inner = args.sql.strip().rstrip(";").strip()
+        offset = returned
+        paged = _PAGED.match(inner)
+        if paged:  # a page of a page: the same query from further on, never the same rows again
+            inner, offset = paged.group("inner"), int(paged.group("offset")) + returned
         steps.append(NextStep(tool="eco_query_tables", arguments={
-            "dataset_id": args.dataset_id, "sql": f"SELECT * FROM ({inner}) AS q LIMIT {args.limit} OFFSET {returned}",
+            "dataset_id": args.dataset_id, "sql": f"SELECT * FROM ({inner}) AS q OFFSET {offset}",
             "limit": args.limit}, why=("The rows after these (add ORDER BY for a stable order); narrower: a WHERE on "
                                        "siteID, a time range or a position, or GROUP BY to aggregate.")))
     for c in cites:
@@ -962,6 +982,23 @@ def _query_steps(args: QueryTablesInput, product: str, sites: list[str], cites: 
     return steps
 
 
+def _own_identity(call: CallContext) -> str | None:
+    """The one-way hash of the caller's own token (sent with the call), or None: a caller without
+    one shares "anonymous" with every other, so it is shown no dataset ids."""
+    acct = call.accounting
+    if call.token_source != "request" or acct is None or not acct.token:
+        return None
+    return acct.identity
+
+
+def _ready_ids_of(identity: str, limit: int = 200) -> list[str]:
+    """The ready datasets first asked for with this token, most recently used first."""
+    from tables.models import READY, Dataset
+
+    return list(Dataset.objects.filter(state=READY, requested_by=identity).order_by("-last_used_at").values_list(
+        "dataset_id", flat=True)[:limit])
+
+
 async def query_folder(call: CallContext, dataset_id: str) -> Path:
     """Where eco_query_tables finds a dataset, as eco_stack_tables put it on this transport: over
     HTTP a ready dataset of the server's store (its last use touched, so eviction spares it while
@@ -973,8 +1010,11 @@ async def query_folder(call: CallContext, dataset_id: str) -> Path:
         from tables import store
 
         folder = await catalog_read(store.ready_folder, dataset_id, cfg)
-        known = [] if folder is not None else await catalog_read(store.ready_ids)
+        identity = _own_identity(call)
+        known = [] if folder is not None or identity is None else await catalog_read(_ready_ids_of, identity)
         where = "in this server's dataset store (eco_stack_tables builds it; wait until its state is ready)"
+        if identity is None:
+            where += "; suggestions list only datasets a caller's own token asked for"
     else:
         folder = query.dataset_folder(cfg.download_dir, dataset_id)
         known = [] if folder is not None else await asyncio.to_thread(query.dataset_ids, cfg.download_dir)
@@ -987,15 +1027,19 @@ async def query_folder(call: CallContext, dataset_id: str) -> Path:
 
 
 async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTablesOutput:
-    from tables import query
+    from tables import engine, query
     cfg = call.cfg
+    tcfg = cfg.tables
     folder = await query_folder(call, args.dataset_id)
-    run = query.QueryRun(folder, args.sql, args.limit, _query_limits(call))
-    future = run.start()
+    budget = cfg.limits.max_result_bytes - QUERY_ENVELOPE_RESERVE - QUERY_ENVELOPE_ESTIMATE
+    cancel = threading.Event()
+    future = engine.start(folder, args.sql, args.limit, _query_limits(call), budget=budget, cpu_s=tcfg.query_cpu_s,
+                          settings=engine.Settings(workers=tcfg.engine_workers, memory_mb=tcfg.engine_memory_mb),
+                          cancel=cancel)
     try:
         result = await asyncio.wrap_future(future)
     except asyncio.CancelledError:
-        run.cancel()  # the caller went away: the engine stops the query too
+        cancel.set()  # the caller went away: the engine worker stops the query too
         raise
     record = result.dataset.record
     sel = record.get("selection") or {}
@@ -1010,9 +1054,19 @@ async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTables
     room = cfg.limits.max_result_bytes - compact_size(out.model_dump(by_alias=True, mode="json")) - QUERY_ENVELOPE_RESERVE
     keep = _fit_rows(result.rows, room)
     rows = result.rows[:keep]
+    cut = list(result.cut)
+    if keep == 0 and result.rows:  # never an empty page while rows exist: the first, cut to fit
+        first, cut = query.cut_row(result.rows[0], room, [c.name for c in result.columns])
+        rows, keep = [first], 1
     notes: list[str] = []
     by: Literal["limit", "bytes"] | None = None
-    if keep < len(result.rows):
+    more = result.more or keep < len(result.rows)
+    if cut:
+        by = "bytes"
+        notes.append(f"The value of {', '.join(cut)} in row {keep} was cut (it ends in \u2026) to fit the result "
+                     f"budget of {cfg.limits.max_result_bytes} bytes (limits.max_result_bytes); select part of it "
+                     "(substr, left) to read the rest.")
+    elif keep < len(result.rows) or result.by_bytes:
         by = "bytes"
         notes.append(f"Showing {keep} rows: the next would pass the result budget of {cfg.limits.max_result_bytes} "
                      "bytes (limits.max_result_bytes); select fewer columns or aggregate.")
@@ -1026,7 +1080,7 @@ async def query_tables(args: QueryTablesInput, call: CallContext) -> QueryTables
     out.rows, out.returned = rows, len(rows)
     out.truncated, out.truncated_by = by is not None, by
     out.notes = notes
-    out.next_steps = _query_steps(args, out.product_code, sites, cites, len(rows), by is not None)
+    out.next_steps = _query_steps(args, out.product_code, sites, cites, len(rows), by is not None and more)
     if len(out.columns) >= 2 and any(c.type in CHART_NUMBERS for c in out.columns):
         out.next_steps.append(NextStep(tool="eco_plot_tables", arguments={"dataset_id": args.dataset_id, "sql": args.sql},
                                        why="A chart of these rows (PNG and Vega-Lite), units on its axes."))

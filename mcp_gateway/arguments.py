@@ -154,10 +154,15 @@ def name_segment_field(spec: ToolSpec, args: ToolInput | None, exc: PathSegmentE
     upstream's parameter: the same invalid_argument, naming the tool's field that held the value
     (else the field the upstream's spelling stands for in this tool)."""
     field = None
+
+    def held(value: Any) -> bool:
+        # As given, or as the read passed it on (names are stripped of surrounding whitespace).
+        return value == exc.value or (isinstance(value, str) and value.strip() == exc.value.strip())
+
     if args is not None:
         for name in type(args).model_fields:
             value = getattr(args, name, None)
-            if value == exc.value or (isinstance(value, list) and exc.value in value):
+            if held(value) or (isinstance(value, list) and any(held(v) for v in value)):
                 field = name
                 break
     if field is None:

@@ -14,6 +14,7 @@ with a `png` (eco_plot_tables) has an image content after it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -36,6 +37,7 @@ from families.call import CallContext, InputNeeded
 from mcp_gateway import budget, splice
 from mcp_gateway.arguments import name_segment_field, parse_arguments
 from mcp_gateway.registry import ToolSpec
+from mcp_gateway.tokens import header_ignored_note
 from upstream.client import PathSegmentError
 from upstream.context import Accounting, call_scope
 
@@ -211,10 +213,7 @@ def _fitted(spec: ToolSpec, args: Any, out: Envelope, call: CallContext, acct: A
     # (in Rust, a fraction of json.dumps' time on a big result, and the same text).
     as_dumped = not (added or call.token_header_ignored or acct.stale_served or fix)
     if call.token_header_ignored:
-        notes.append(
-            f"The {call.cfg.server.request_token_header} header was ignored: this server accepts callers' "
-            "tokens only behind an https public_base_url."
-        )
+        notes.append(header_ignored_note(call.cfg))
     if acct.stale_served:
         payload["source"]["stale"] = True
         notes.append("Upstream failed; a stale cached answer was served.")
@@ -279,7 +278,9 @@ async def _run(
     with redact.call_secret(token):
         started, result = time.perf_counter(), None
         try:
-            result = await _execute(spec, arguments, call, token=token, extra_meta=extra_meta, wire=wire)
+            got = await _execute(spec, arguments, call, token=token, extra_meta=extra_meta, wire=wire)
+            result = got if not isinstance(got, _AskedBack) else await _answered_back(
+                spec, arguments, call, got, token=token, extra_meta=extra_meta, wire=wire)
             return result
         finally:
             if _metrics is None:
@@ -291,6 +292,34 @@ async def _run(
             if token and call.token_source == "request" and acct is not None and acct.requests:
                 # Honoured and used upstream: keep it out of log lines written after the call.
                 redact.remember_request_token(token)
+
+
+class _AskedBack:
+    """A question for a handshake-era client, asked after the call's scope has ended."""
+
+    def __init__(self, ask: InputNeeded, meta: dict[str, Any]) -> None:
+        self.ask, self.meta = ask, meta
+
+
+async def _answered_back(spec: ToolSpec, arguments: dict[str, Any] | None, call: CallContext, asked: _AskedBack, *,
+                         token: str | None, extra_meta: dict[str, Any] | None,
+                         wire: bool) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+    """The handshake era's round trip: the question goes to the client as elicitation/create, and
+    its answer comes back to the read as a 2026-07-28 retry brings it (requestState and
+    inputResponses), so the choice is re-validated the same way. A client that cannot be asked
+    after all gets the question's fallback (ambiguous_input)."""
+    ask = asked.ask
+    assert call.ask_back is not None
+    try:
+        answer = await call.ask_back(ask)
+    except Exception as exc:  # the client refused the request or the channel closed: not a bug here
+        log.info("%s: the elicitation request was not answered (%s)", spec.name, type(exc).__name__)
+        return error_result(ask.fallback, asked.meta)
+    retry = dataclasses.replace(call, request_state=request_state.encode(ask.question, ask.candidates),
+                                input_responses={ask.key: answer}, ask_back=None)
+    result = await _execute(spec, arguments, retry, token=token, extra_meta=extra_meta, wire=wire)
+    call.accounting = retry.accounting
+    return error_result(ask.fallback, asked.meta) if isinstance(result, _AskedBack) else result
 
 
 _metrics: Any = None
@@ -305,7 +334,7 @@ async def _execute(
     token: str | None,
     extra_meta: dict[str, Any] | None,
     wire: bool,
-) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any] | _AskedBack:
     with call_scope(token=token, token_source=call.token_source, deadline_s=call.cfg.eco.call_deadline_s) as acct:
         call.accounting = acct
         args = None
@@ -320,7 +349,9 @@ async def _execute(
             if spec.requires_token and token is None and not _token_optional(spec, args):
                 raise EcoError(
                     "auth_required",
-                    f"{spec.name} needs an upstream API token and none is available",
+                    f"{spec.name} needs an upstream API token and none is available"
+                    + (f" (the {call.cfg.server.request_token_header} header was ignored)"
+                       if call.token_header_ignored else ""),
                     details={"tool": spec.name, "tokenSource": call.token_source},
                 )
             out = await spec.read(args, call)
@@ -337,12 +368,18 @@ async def _execute(
                         "_meta": _meta(acct, extra_meta)}
             payload = answer.dumped()
         except InputNeeded as ask:
-            if not call.can_ask:
-                return error_result(ask.fallback, _meta(acct, extra_meta))
-            return _input_required(ask, _meta(acct, extra_meta))
+            if call.can_ask:
+                return _input_required(ask, _meta(acct, extra_meta))
+            if call.can_ask_back:
+                return _AskedBack(ask, _meta(acct, extra_meta))
+            return error_result(ask.fallback, _meta(acct, extra_meta))
         except PathSegmentError as exc:
             return error_result(name_segment_field(spec, args, exc), _meta(acct, extra_meta))
         except EcoError as exc:
+            if exc.code == "auth_required" and call.token_header_ignored:
+                # However the call found it had no token (upstream 403 included), the one remedy.
+                exc.hint = header_ignored_note(call.cfg)
+                exc.details = {**exc.details, "tokenHeaderIgnored": True}
             return error_result(exc, _meta(acct, extra_meta))
         except DATABASE_DOWN as exc:
             return error_result(await database_unavailable(exc), _meta(acct, extra_meta))

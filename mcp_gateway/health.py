@@ -73,6 +73,9 @@ async def check(cfg: EcoConfig, client: Any = None) -> dict[str, Any]:
             "apiBaseUrl": cfg.eco.base_url,
             "tokenConfigured": choice.source != "none",
             "tokenSource": choice.source,
+            # Where a configured token was read: the variable (ECO_TOKEN, ...) or "yaml", as
+            # --print-config says; tokenSource keeps eco_ping's vocabulary (config, request, none).
+            "tokenFrom": cfg.token_origin if choice.source == "config" else None,
             "tokenSent": probe.token_sent,
             "tokenStatus": probe.token_status,
             "latencyMs": probe.latency_ms,

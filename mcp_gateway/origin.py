@@ -3,9 +3,13 @@
 
 On by default for loopback binds or when allow-lists are set (`cfg.dns_rebinding_protection`).
 The lists are `server.allowed_hosts` / `server.allowed_origins`, plus the host and origin of
-`server.public_base_url`, plus the loopback names. An entry without a port (or with `:*`) matches
-any port. A Host or Origin that is not exactly one well-formed `host[:port]` (for example
-`127.0.0.1:8080, evil.example`) matches nothing.
+`server.public_base_url`, plus the loopback names. A port is compared wherever one is configured:
+an allowed_hosts entry with a port matches that port only (without one, or with `:*`, any port);
+public_base_url's host matches its port, written or its scheme's default (a Host without a port
+is taken as 80 or 443); an origin is scheme, host and port, so an allowed origin without a port
+stands for its scheme's default (`:*` for any). Loopback names match any port: a rebinding page
+cannot make a browser send them. A Host or Origin that is not exactly one well-formed
+`host[:port]` (for example `127.0.0.1:8080, evil.example`) matches nothing.
 
 Django's ALLOWED_HOSTS and CSRF_TRUSTED_ORIGINS are derived from the same policy
 (`django_allowed_hosts`, `django_csrf_trusted_origins`), so the admin agrees with the router.
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 from eco_core.config import EcoConfig
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+DEFAULT_PORTS = {"http": "80", "https": "443"}
 VERDICTS_KEPT = 256
 
 # host [":" port]: a DNS name or IPv4 literal, or a bracketed IPv6 literal; the port digits only.
@@ -41,7 +46,11 @@ def _host_matches(entry: str, host: str) -> bool:
     e, h = _split_host(entry, wildcard_port=True), _split_host(host)
     if e is None or h is None or e[0] != h[0]:
         return False
-    return e[1] in (None, "*") or e[1] == h[1]
+    if e[1] in (None, "*"):
+        return True
+    if h[1] is None:  # no port: the default of the scheme the caller used
+        return e[1] in DEFAULT_PORTS.values()
+    return int(e[1]) == int(h[1])
 
 
 def _split_origin(value: str) -> tuple[str, str] | None:
@@ -51,9 +60,17 @@ def _split_origin(value: str) -> tuple[str, str] | None:
 
 def _origin_matches(entry: str, origin: str) -> bool:
     e, o = _split_origin(entry), _split_origin(origin)
-    if e is None or o is None or e[0] != o[0] or _split_host(o[1]) is None:
+    if e is None or o is None or e[0] != o[0]:
         return False
-    return _host_matches(e[1], o[1])
+    eh, oh = _split_host(e[1], wildcard_port=True), _split_host(o[1])
+    if eh is None or oh is None or eh[0] != oh[0]:
+        return False
+    if eh[1] == "*":
+        return True
+    # An origin's port is its scheme's default when not written: https://a and https://a:443 are one.
+    default = DEFAULT_PORTS.get(e[0])
+    want, got = eh[1] or default, oh[1] or default
+    return want is not None and got is not None and int(want) == int(got)
 
 
 def _is_loopback_bind(bind: str) -> bool:
@@ -76,14 +93,17 @@ class HostPolicy:
         if s.public_base_url:
             scheme, _, rest = s.public_base_url.partition("://")
             netloc = rest.split("/", 1)[0]
-            hosts.append(netloc)
+            split = _split_host(netloc)
+            default = DEFAULT_PORTS.get(scheme.lower())
+            # Its port, written or implied by the scheme: the public URL names one place.
+            hosts.append(f"{split[0]}:{default}" if split is not None and split[1] is None and default else netloc)
             origins.append(f"{scheme.lower()}://{netloc}")
         bind = s.bind_address
         # A rebinding page can only make the browser send its own name as Host, never a loopback
         # name, so loopback Hosts are always safe to accept; health probes inside a container use them.
         hosts += [*LOOPBACK_HOSTS, bind if ":" not in bind else f"[{bind}]"]
         if _is_loopback_bind(bind) or not (s.allowed_hosts or s.public_base_url):
-            origins += [f"{scheme}://{h}" for h in LOOPBACK_HOSTS for scheme in ("http", "https")]
+            origins += [f"{scheme}://{h}:*" for h in LOOPBACK_HOSTS for scheme in ("http", "https")]
         return cls(enabled=cfg.dns_rebinding_protection, hosts=tuple(dict.fromkeys(hosts)), origins=tuple(dict.fromkeys(origins)))
 
     def check(self, host: str | None, origin: str | None) -> tuple[int, str] | None:
@@ -124,7 +144,7 @@ def django_csrf_trusted_origins(cfg: EcoConfig) -> list[str]:
     Django needs behind a TLS-terminating proxy, where its own same-origin test sees http. Loopback
     origins need no entry: Django accepts an Origin equal to the request's own scheme and Host."""
     policy = HostPolicy.from_config(cfg)
-    loopback = {f"{scheme}://{h}" for h in LOOPBACK_HOSTS for scheme in ("http", "https")}
+    loopback = {f"{scheme}://{h}:*" for h in LOOPBACK_HOSTS for scheme in ("http", "https")}
     out = []
     for entry in policy.origins:
         parts = _split_origin(entry)

@@ -4,6 +4,8 @@ place, so each is wired once and faked once in tests.
     readiness(cfg) -> (bool, dict)   what /readyz answers
     prewarm(cfg)                     async; builds the catalogs (run in the background on HTTP),
                                      then starts the subtree walk in a task of its own
+    warm_index(cfg)                  async; the catalogs a search needs and the index (stdio's
+                                     background build at start)
     upstream_client()                the one shared upstream client
 """
 
@@ -30,6 +32,14 @@ async def prewarm(cfg: EcoConfig) -> None:
     await catalog_services.prewarm(cfg)
     # Then every site's location subtree (~85 requests), in a background task of its own.
     await catalog_services.refresh_subtrees_ahead(cfg, prewarm=True)
+
+
+async def warm_index(cfg: EcoConfig) -> None:
+    """The product and site catalogs built when missing (or refreshed when due) and the search
+    index made: what a first search would otherwise wait for. No subtree walk."""
+    from catalog.access import catalog_index
+
+    await catalog_index(cfg, upstream_client())
 
 
 def upstream_client() -> UpstreamClient:

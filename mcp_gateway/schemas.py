@@ -19,9 +19,6 @@ _DATA = ("default", "examples", "const", "enum")
 # its description says when it is absent, so listing every name a second time tells a reader nothing.
 _INPUT_ONLY = ("default", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "required")
 _REF = "#/$defs/"
-# Defaults the server instructions state once for every tool (mcp_gateway.server): an omitted
-# flag is false and an omitted count or offset 0, so a schema shows only the other defaults.
-_STATED_DEFAULTS = {"boolean": False, "integer": 0}
 
 
 def _compact(node: Any, *, output: bool) -> Any:
@@ -132,19 +129,9 @@ def input_schema(model: type[ToolInput], cfg: EcoConfig | None = None) -> dict[s
     """The model's schema, with bounds that are settings (eco_core.bounds) from `cfg` (default:
     the active configuration)."""
     schema = _shared_only(_compact(model.model_json_schema(by_alias=False, mode="validation"), output=False))
-    for node in schema.get("properties", {}).values():
-        if _is_stated_default(node):
-            del node["default"]
     # camelCase spellings are accepted too, so the schema must not forbid other property names.
     schema.pop("additionalProperties", None)
     return {"$schema": JSON_SCHEMA_2020_12, **apply_to_schema(schema, model, cfg or get_config())}
-
-
-def _is_stated_default(node: dict[str, Any]) -> bool:
-    kind, value = node.get("type"), node.get("default", ...)
-    # type(): False == 0 in Python, and a boolean's default must not pass for an integer's.
-    return isinstance(kind, str) and kind in _STATED_DEFAULTS and type(value) is type(_STATED_DEFAULTS[kind]) and (
-        value == _STATED_DEFAULTS[kind])
 
 
 def output_schema(model: type[Envelope]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from eco_core import __version__
 from eco_core.config import EcoConfig
 from eco_core.errors import EcoError
-from families.call import CallContext
+from families.call import CallContext, InputNeeded
 from mcp_gateway import prompts as prompt_specs
 from mcp_gateway import resources as resource_specs
 from mcp_gateway import splice
@@ -42,7 +42,7 @@ INSTRUCTIONS = (
     "and cite with eco_get_citation. Inputs naming a product, a site or site_codes take codes or "
     "names; a release is RELEASE-YYYY or latest; a month is YYYY-MM, a month range YYYY-MM/YYYY-MM; "
     "byRelease keys are releases and PROVISIONAL (data in no release yet). An input left out takes its "
-    "schema's default; without one it is null, or false for a flag and 0 for an integer. Every result "
+    "schema's default, or null when it has none. Every result "
     "carries resolved (how input names were resolved), notes, nextSteps (calls worth making next) and "
     "source (where the answer came from: origin local, catalog, upstream, cache or mixed; stale: from "
     "a stale cache because the upstream failed). A result sends every field of its outputSchema, "
@@ -50,9 +50,10 @@ INSTRUCTIONS = (
     "as absent or sent only in some cases. Errors carry a stable code and a hint. eco_ping reports "
     "configuration and upstream health."
 )
-# The meaning of the envelope's fields, the rule that every output field is sent, what inputs
-# naming a product, site, release or month take and the default of a flag or an integer are
-# written here once, not in each tool's schemas (mcp_gateway.schemas): every agent loads the tool list.
+# The meaning of the envelope's fields, the rule that every output field is sent and what inputs
+# naming a product, site, release or month take are written here once, not in each tool's schemas
+# (mcp_gateway.schemas): every agent loads the tool list. Defaults stay in the schemas (false and 0
+# too), so a client that fills them in from the schema sends what omitting them means.
 MIN_5 = 5 * 60 * 1000
 HOUR = 3600 * 1000
 DAY = 24 * HOUR
@@ -105,6 +106,18 @@ def _near(name: str, known: list[str]) -> list[str]:
     return [m[0] for m in process.extract(name, known, limit=3, score_cutoff=50)]
 
 
+def _asker(ctx: ServerRequestContext[Any]) -> Any:
+    """The handshake era's question (families.call.CallContext.ask_back): elicitation/create sent
+    to the client within this request, its answer as a 2026-07-28 inputResponses entry."""
+
+    async def ask(question: InputNeeded) -> dict[str, Any]:
+        answer = await ctx.session.elicit_form(question.message, question.requested_schema,
+                                               related_request_id=ctx.request_id)
+        return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    return ask
+
+
 def _instructions(cfg: EcoConfig) -> str:
     extra = cfg.server.instructions_extra
     return INSTRUCTIONS + (f"\n\n{extra}" if extra else "")
@@ -132,18 +145,20 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
                                          details={"name": params.name, "didYouMean": near}), stamp)
         choice = _token_choice(ctx)
         caps = ctx.session.client_capabilities
+        elicits = bool(caps and caps.elicitation is not None)
         call = CallContext(
             cfg=cfg,
             transport=transport,
             protocol_version=ctx.protocol_version,
             token_source=choice.source,
             token_header_ignored=choice.header_ignored,
-            client_elicitation=bool(caps and caps.elicitation is not None),
+            client_elicitation=elicits,
             request_state=params.request_state,
             input_responses=_responses(params.input_responses),
             listed_tools=listed_names,
             # A no-op unless the client asked for progress (a progressToken, or an in-process callback).
             progress=ctx.session.report_progress,
+            ask_back=_asker(ctx) if elicits and ctx.session.can_send_request else None,
         )
         return _wire(await execute_for_reply(spec, params.arguments, call, token=choice.token, extra_meta=stamp))
 

@@ -14,7 +14,7 @@ import importlib.util
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -136,16 +136,27 @@ def _gate(server: Server[Any], setup: _Setup) -> Any:
 
 def _served_in_32022(item: SessionMessage) -> SessionMessage:
     """The SDK's -32022 names only the modern revision as supported; it names every version
-    served, as server/discover does."""
+    served, as server/discover does. A version this server serves, but only in the handshake era
+    (a modern envelope or a late initialize naming 2025-06-18), is not called unsupported while the
+    list names it: the list is then the versions a request envelope may name, and the message
+    says where the named one is served."""
     from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     from mcp_gateway.server import served_versions
 
     error = item.message.error  # type: ignore[union-attr]
     if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(error.data, dict):
         return item
-    data = {**error.data, "supported": served_versions()}
-    message = item.message.model_copy(update={"error": error.model_copy(update={"data": data})})
+    requested = error.data.get("requested")
+    update: dict[str, Any] = {"data": {**error.data, "supported": served_versions()}}
+    if requested in served_versions() and requested not in MODERN_PROTOCOL_VERSIONS:
+        modern = list(MODERN_PROTOCOL_VERSIONS)
+        update = {"message": f"Protocol version {requested} is served only on a connection that opens with "
+                             f"initialize (the handshake era); in a request envelope name {', '.join(modern)}",
+                  "data": {**error.data, "supported": modern,
+                           "handshakeVersions": [v for v in served_versions() if v not in modern]}}
+    message = item.message.model_copy(update={"error": error.model_copy(update=update)})
     return dataclasses.replace(item, message=message)
 
 
@@ -189,7 +200,8 @@ class _AnsweredWriter:
         return getattr(self.inner, name)
 
 
-async def _serve_stream(server: Server[Any], read_stream: Any, write_stream: Any, setup: _Setup) -> None:
+async def _serve_stream(server: Server[Any], read_stream: Any, write_stream: Any, setup: _Setup,
+                        warm: Callable[[], Awaitable[None]] | None = None) -> None:
     """Serve one stream pair; a line that is not a JSON-RPC message gets the JSON-RPC error with
     a null id (the SDK would drop it silently, leaving the client waiting). When the input ends,
     the server's input stays open until every request read so far is answered: the SDK cancels
@@ -228,8 +240,22 @@ async def _serve_stream(server: Server[Any], read_stream: Any, write_stream: Any
         if not received.is_set():
             setup.due.set()
 
+    async def warm_after_setup() -> None:
+        # Once the set-up is done (after the first answers went out), the catalogs a search
+        # needs are built in the background: the first search then finds them, instead of
+        # waiting seconds for the build. A failure here is the first search's to report.
+        await setup.done.wait()
+        if warm is None or setup.failure is not None or setup.outage:
+            return
+        try:
+            await warm()
+        except Exception as exc:
+            log.info("the background catalog build at start did not finish (%s); the first call builds them",
+                     scrub(f"{type(exc).__name__}: {exc}"))
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(setup.run)
+        tg.start_soon(warm_after_setup)
         tg.start_soon(due_after_answers)
         tg.start_soon(due_when_silent)
         tg.start_soon(relay)
@@ -274,6 +300,20 @@ async def _close_upstream() -> None:
         await client.close_clients()
 
 
+def _warmer(cfg: EcoConfig) -> Callable[[], Awaitable[None]] | None:
+    """The background build at start, unless --no-prewarm (cache.prewarm false) leaves it to the
+    first call. Not the HTTP prewarm: no readiness waits for it, and no subtree walk follows."""
+    if cfg.cache.prewarm is False:
+        return None
+
+    async def warm() -> None:
+        from mcp_gateway import ports  # catalog models: importable once the set-up loaded the apps
+
+        await ports.warm_index(cfg)
+
+    return warm
+
+
 def serve_stdio(cfg: EcoConfig, *, load_apps: Callable[[], None], finish_setup: Callable[[], None]) -> None:
     """Serve until stdin ends. The tool list comes from the listing kept in the data folder when
     the code is unchanged (no tool module import); Django's apps, when not loaded yet, and the
@@ -297,6 +337,7 @@ def serve_stdio(cfg: EcoConfig, *, load_apps: Callable[[], None], finish_setup: 
         registry = use_kept_registry(folder)
     server = server_module.build_server(cfg, registry)
     setup = _Setup(finish_setup)
+    warm = _warmer(cfg)
     server.middleware.append(_gate(server, setup))
 
     async def run() -> None:
@@ -304,7 +345,7 @@ def serve_stdio(cfg: EcoConfig, *, load_apps: Callable[[], None], finish_setup: 
 
         try:
             async with stdio_server() as (read_stream, write_stream):
-                await _serve_stream(server, read_stream, write_stream, setup)
+                await _serve_stream(server, read_stream, write_stream, setup, warm)
         finally:
             await _close_upstream()
 

@@ -33,6 +33,18 @@ def header_token_honoured(cfg: EcoConfig) -> bool:
     return bool(s.public_base_url and s.public_base_url.startswith("https://")) or s.allow_insecure_header_token
 
 
+def header_ignored_note(cfg: EcoConfig) -> str:
+    """What every answer to a caller whose token header was ignored says, success or error: that
+    it was ignored, and which setting would have it honoured."""
+    s = cfg.server
+    if not s.accept_header_token:
+        why = "this server does not accept callers' tokens (server.accept_header_token is off)"
+    else:
+        why = ("this server accepts callers' tokens only behind an https server.public_base_url "
+               "(or, for development only, with server.allow_insecure_header_token)")
+    return f"The {s.request_token_header} header was ignored: {why}."
+
+
 def printable_ascii(value: str | bytes) -> bool:
     """Letters, digits, punctuation and spaces only (0x20-0x7E): what an HTTP header can carry
     to the upstream. Anything else is no real token, and httpx cannot send it."""

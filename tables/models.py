@@ -32,6 +32,13 @@ class Dataset(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField()
+    # The build's lease (tables.store): who runs it and until when, renewed by its heartbeat. One
+    # owner at a time (taken by a conditional UPDATE); a build is dead only once this has passed.
+    lease_owner = models.CharField(max_length=100, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # A queued build no worker took is queued again (tables.store.sweep): when, and how often.
+    requeued_at = models.DateTimeField(null=True, blank=True)
+    requeues = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-last_used_at"]

@@ -1,19 +1,27 @@
 """Read-only SQL over one stacked dataset, in DuckDB, inside a sandbox.
 
     folder = dataset_folder(download_dir, dataset_id)     the one place an id becomes a folder
-    run = QueryRun(Dataset.open(folder), sql, limit, Limits(...))
+    run = QueryRun(Dataset.open(folder), sql, limit, Limits(...), budget=room)
     result = run.start().result()                         on a thread of its own; run.cancel() stops it
+
+A serving process never runs this itself: tables.engine hands each query to an engine worker
+process, which runs it here under operating-system limits; the serving process imports this module
+only for the dataset's record and relations (DuckDB and the stacker load in the worker).
 
 Each query gets a connection of its own (in memory, nothing shared between callers): every table
 of the dataset becomes a view over its Parquet file, the variables file a small table, and each
 sensor table a `<table>_positioned` view joined with sensor_positions. Then file access is
 switched off except for exactly those Parquet files, the configuration is locked, and the caller's
-SQL runs under a memory limit, a thread limit and a wall-time limit (a timer interrupts it).
+SQL runs under a memory limit, a thread limit, a nesting bound (the parser's max_expression_depth)
+and a wall-time limit (a timer interrupts it). Rows are fetched in batches and stop at the row
+limit or the byte budget, whichever comes first.
 
 Before it runs, the SQL is parsed by DuckDB itself: exactly one SELECT (or WITH, VALUES, FROM,
-DESCRIBE, SUMMARIZE) statement; every table it names must be one of the dataset's (or a CTE of the
-query); table functions other than range, generate_series and unnest, and functions that read the
-configuration or the catalog (which would show the server's paths), are refused by name.
+DESCRIBE, SUMMARIZE, SHOW TABLES) statement; every table it names must be one of the dataset's or a
+CTE in scope where it is named; the engine's catalog (its tables, views and schemas, and CTEs
+named like them) is refused however it is spelled; table functions other than range,
+generate_series and unnest, and functions that read the configuration or the catalog (which
+would show the server's paths or settings: every pg_catalog function among them), are refused.
 
 Times are exposed as TIMESTAMP in UTC (the Parquet files hold UTC instants): DuckDB's calendar
 functions on TIMESTAMP WITH TIME ZONE go through its time-zone library row by row, several times
@@ -25,6 +33,7 @@ from __future__ import annotations
 import concurrent.futures
 import datetime as dt
 import decimal
+import functools
 import json
 import logging
 import math
@@ -33,16 +42,19 @@ import threading
 import time
 import uuid
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from eco_core.errors import EcoError
 from eco_core.memo import memos
-from tables import dataset, names
+from tables import layout, names
 from tables.layout import POSITIONED
+
+if TYPE_CHECKING:
+    # DuckDB (and the stacker, pyarrow) load in the engine workers that run queries (tables.engine),
+    # never in a serving process, which reads only the dataset's record here.
+    import duckdb
 
 log = logging.getLogger("eco.tables")
 # A dataset id as tables.dataset.dataset_id makes it: product.package.start.end.digest.
@@ -50,10 +62,20 @@ DATASET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 VARIABLES = "variables"
 # Table functions a query may call: generators only (every reader of files is refused by name).
 TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
-# Functions that read the engine's configuration or catalog, which holds the dataset's paths.
-DENIED_FUNCTIONS = frozenset({"current_setting", "getvariable", "getenv", "current_schemas"})
-DENIED_PREFIXES = ("duckdb_", "pragma_", "read_", "parquet_", "sqlite_", "iceberg_", "delta_")
+# Functions that read the engine's configuration or catalog, which holds the dataset's paths and
+# the views' definitions; with them every function of DuckDB's pg_catalog schema and every built-in
+# macro that reads the catalog (catalog_functions, asked of the engine itself).
+DENIED_FUNCTIONS = frozenset({"current_setting", "getvariable", "getenv", "current_schemas", "current_database",
+                              "current_schema", "current_catalog", "current_query", "which_secret", "version",
+                              "json_execute_serialized_sql", "query", "query_table", "sql_auto_complete"})
+DENIED_PREFIXES = ("duckdb_", "pragma_", "read_", "parquet_", "sqlite_", "iceberg_", "delta_", "pg_")
+# Names of the engine's catalog (views and schemas: duckdb_*, pg_*, sqlite_master, information_schema):
+# never a relation a query reads, nor the name of one of its CTEs (a CTE of that name would let a
+# reference outside its scope pass as the CTE while the engine reads the catalog).
+CATALOG_PREFIXES = ("duckdb_", "pg_", "sqlite_", "pragma_", "information_schema")
 SCHEMAS = frozenset({"", "main", "memory", "temp"})
+# SHOW forms a query may use: SHOW TABLES lists the dataset's relations; the others show the engine.
+SHOW_ALLOWED = frozenset({'"tables"', "tables"})
 # Rows counted past the limit for the total, and the seconds spent counting them.
 COUNT_MAX_ROWS = 10_000_000
 COUNT_BUDGET_S = 1.0
@@ -80,7 +102,7 @@ warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", cat
 
 def dataset_folder(download_dir: Path, dataset_id: str) -> Path | None:
     """The folder of a dataset eco_stack_tables made on stdio, or None when there is none by that id."""
-    return folder_in(download_dir / dataset.FOLDER, dataset_id)
+    return folder_in(download_dir / layout.FOLDER, dataset_id)
 
 
 def folder_in(root: Path, dataset_id: str) -> Path | None:
@@ -95,14 +117,14 @@ def folder_in(root: Path, dataset_id: str) -> Path | None:
             return None
     except OSError:
         return None
-    return folder if (folder / dataset.DATASET_JSON).is_file() else None
+    return folder if (folder / layout.DATASET_JSON).is_file() else None
 
 
 def dataset_ids(download_dir: Path) -> list[str]:
     """The ids of the datasets in the download directory (for suggestions)."""
-    root = download_dir / dataset.FOLDER
+    root = download_dir / layout.FOLDER
     try:
-        return sorted(p.name for p in root.iterdir() if (p / dataset.DATASET_JSON).is_file())
+        return sorted(p.name for p in root.iterdir() if (p / layout.DATASET_JSON).is_file())
     except OSError:
         return []
 
@@ -110,8 +132,10 @@ def dataset_ids(download_dir: Path) -> list[str]:
 @dataclass(frozen=True)
 class Limits:
     timeout_s: float
-    memory_mb: int
+    memory_mb: int  # DuckDB's memory_limit (tables.query_memory_mb)
     threads: int
+    max_depth: int = 100  # the parser's nesting bound (tables.query_max_depth)
+    engine_memory_mb: int | None = None  # the engine worker's own limit, when it runs in one
 
 
 @dataclass
@@ -135,6 +159,8 @@ class Dataset:
 
     @classmethod
     def open(cls, folder: Path) -> Dataset:
+        from tables import dataset
+
         record = dataset.load(folder)
         if record is None:
             raise EcoError("not_found", f"dataset_id: {folder.name} has no readable dataset.json (stack it again)",
@@ -207,18 +233,32 @@ def _where(sql: str, message: str) -> dict[str, int]:
     return {"position": sum(len(x) + 1 for x in lines[: line_no - 1]) + column, "line": line_no, "column": column + 1}
 
 
+# An absolute path of two or more parts, as an engine message may quote one (a file it read).
+_PATH = re.compile(r"(?<![\w.)\]])/(?:[^\s/'\"]+/)+[^\s/'\"]*")
+
+
 def _engine_message(exc: BaseException, folder: Path) -> str:
-    """DuckDB's message without its quoted query lines, and never with the dataset's path."""
-    text = str(exc).split("\n\nLINE ")[0].strip()
-    return text.replace(str(folder.resolve()), "<dataset>").replace(str(folder), "<dataset>")
+    """DuckDB's message without its quoted query lines, and never with a path of the server's."""
+    text = str(exc).split("\n\nLINE ")[0].split("\nPossible solutions")[0].strip()
+    text = text.replace(str(folder.resolve()), "<dataset>").replace(str(folder), "<dataset>")
+    # DuckDB's advice to change a setting names the engine's settings, which callers cannot change.
+    text = _SETTING_ADVICE.sub("", text).strip()
+    return _PATH.sub("<path>", text)
 
 
-def statements(con: duckdb.DuckDBPyConnection, sql: str, folder: Path) -> dict[str, Any]:
-    """The one statement's syntax tree (DuckDB's JSON form); invalid_argument otherwise."""
+_SETTING_ADVICE = re.compile(r"[^.\n]*\b(?:SET|RESET|PRAGMA) [a-z_]+[^.\n]*\.?", re.I)
+
+
+def statements(con: duckdb.DuckDBPyConnection, sql: str, folder: Path, max_depth: int = 0) -> dict[str, Any]:
+    """The one statement's syntax tree (DuckDB's JSON form); invalid_argument otherwise. The
+    connection's parser bounds the nesting (max_expression_depth, tables.query_max_depth), so the
+    tree read here is never deeper than that bound allows."""
+    import duckdb
+
     try:
-        found = duckdb.extract_statements(sql)
+        found = con.extract_statements(sql)
     except duckdb.Error as exc:
-        raise _bad_sql(sql, exc, folder) from None
+        raise _bad_sql(sql, exc, folder, max_depth) from None
     if len(found) != 1:
         raise EcoError("invalid_argument", f"sql: one statement only (found {len(found)}); send each query in its "
                        "own call", details={"field": "sql", "statements": len(found)})
@@ -228,14 +268,33 @@ def statements(con: duckdb.DuckDBPyConnection, sql: str, folder: Path) -> dict[s
                        f"{kind.name}: the tables are read-only and the engine's settings are fixed",
                        details={"field": "sql", "statementType": kind.name})
     row = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
-    tree = json.loads(row[0]) if row else {}
+    try:
+        tree = json.loads(row[0]) if row else {}
+    except RecursionError:  # not reached under the parser's bound; never an internal error if it is
+        raise too_deep(max_depth) from None
     if tree.get("error"):
         pos = int(tree.get("position") or 0)
-        raise EcoError("invalid_argument", f"sql: {tree.get('error_message')}",
+        message = str(tree.get("error_message") or "")
+        if _DEPTH.search(message):
+            raise too_deep(max_depth)
+        raise EcoError("invalid_argument", f"sql: {message}",
                        details={"field": "sql", "position": pos, **_line_col(sql, pos)})
     if len(tree.get("statements") or []) != 1:
         raise EcoError("invalid_argument", "sql: one SELECT statement only", details={"field": "sql"})
     return tree["statements"][0]["node"]  # type: ignore[no-any-return]
+
+
+_DEPTH = re.compile(r"[Mm]ax expression depth limit of (\d+) exceeded")
+
+
+def too_deep(max_depth: int) -> EcoError:
+    bound = f" ({max_depth})" if max_depth else ""
+    return EcoError("invalid_argument", f"sql: nested deeper than tables.query_max_depth{bound}: expressions "
+                    "within expressions and subqueries within subqueries count each level",
+                    details={"field": "sql", "reason": "depth", "maxDepth": max_depth or None,
+                             "setting": "tables.query_max_depth"},
+                    hint="Write it flatter: a CTE (WITH) per step instead of nested subqueries, sum() or list "
+                         "functions instead of long chains of operators.")
 
 
 def _line_col(sql: str, pos: int) -> dict[str, int]:
@@ -244,13 +303,76 @@ def _line_col(sql: str, pos: int) -> dict[str, int]:
 
 
 def _walk(node: Any) -> Any:
-    if isinstance(node, dict):
-        yield node
-        for v in node.values():
-            yield from _walk(v)
-    elif isinstance(node, list):
-        for v in node:
-            yield from _walk(v)
+    """Every dict in the tree, parents first; iterative, so no depth of the tree can exhaust the stack."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            yield n
+            stack.extend(reversed(list(n.values())))
+        elif isinstance(n, list):
+            stack.extend(reversed(n))
+
+
+def _scoped(node: Any) -> Any:
+    """Every dict in the tree with the CTE names in scope where it stands: a query node's CTEs are
+    seen by its body and by the CTEs defined after them (and each by itself: WITH RECURSIVE), never
+    outside the node. Iterative, as _walk."""
+    stack: list[tuple[Any, frozenset[str]]] = [(node, frozenset())]
+    while stack:
+        n, scope = stack.pop()
+        if isinstance(n, list):
+            stack.extend((v, scope) for v in reversed(n))
+            continue
+        if not isinstance(n, dict):
+            continue
+        yield n, scope
+        ctes = n.get("cte_map")
+        entries = ctes.get("map") if isinstance(ctes, dict) else None
+        if not entries:
+            stack.extend((v, scope) for v in reversed(list(n.values())))
+            continue
+        names = [str(e.get("key") or "").lower() for e in entries if isinstance(e, dict)]
+        inner = scope | frozenset(names)
+        for k, v in reversed(list(n.items())):
+            if k != "cte_map":
+                stack.append((v, inner))
+        for i, e in reversed(list(enumerate(entries))):
+            if isinstance(e, dict):
+                stack.append((e.get("value"), scope | frozenset(names[: i + 1])))
+
+
+def catalog_name(name: str) -> bool:
+    low = name.lower()
+    return low.startswith(CATALOG_PREFIXES) or low in catalog_names()
+
+
+@functools.cache
+def catalog_names() -> frozenset[str]:
+    """The engine's own catalog relations and schemas (asked of a bare engine once per process):
+    what a name must never reach whatever it is spelled like."""
+    import duckdb
+
+    with duckdb.connect(":memory:") as con:
+        # information_schema's views are reached only through their schema (refused by its name).
+        rows = con.execute("SELECT lower(view_name) FROM duckdb_views() WHERE schema_name <> 'information_schema' "
+                           "UNION SELECT lower(schema_name) FROM duckdb_schemas() UNION SELECT lower(table_name) FROM "
+                           "duckdb_tables()").fetchall()
+    return frozenset(r[0] for r in rows) - {"main"}
+
+
+@functools.cache
+def catalog_functions() -> frozenset[str]:
+    """Functions a query may not call: the fixed list, DuckDB's pg_catalog functions and the
+    built-in macros whose definition reads the catalog or the settings."""
+    import duckdb
+
+    with duckdb.connect(":memory:") as con:
+        rows = con.execute(
+            "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE schema_name <> 'main' OR "
+            "(function_type IN ('macro', 'table_macro') AND regexp_matches(lower(coalesce(macro_definition, '')), "
+            "'duckdb_|pg_|sqlite_|information_schema|current_setting|getvariable|pragma'))").fetchall()
+    return DENIED_FUNCTIONS | frozenset(r[0] for r in rows)
 
 
 def suggest(word: str, choices: list[str], n: int = 5) -> list[str]:
@@ -260,28 +382,44 @@ def suggest(word: str, choices: list[str], n: int = 5) -> list[str]:
     return [c for c, score, _ in got if score >= 50] or choices[:n]
 
 
+def _refuse_catalog(ds: Dataset, sql: str, d: dict[str, Any], name: str) -> EcoError:
+    return EcoError("invalid_argument", f"sql: {name} is the engine's catalog or configuration, not part of the "
+                    f"dataset: a query reads only the dataset's tables ({', '.join(ds.names())})",
+                    details={"field": "sql", **_position(sql, d), "didYouMean": ds.names()[:10]})
+
+
 def check(ds: Dataset, node: dict[str, Any], sql: str) -> Checked:
-    """Refuses what the sandbox does not run (by name, before anything runs) and finds the
-    relations the query reads and the units of its bare columns."""
-    ctes = {str(e["key"]).lower() for d in _walk(node) if isinstance(d.get("cte_map"), dict)
-            for e in d["cte_map"].get("map") or []}
+    """Refuses what the sandbox does not run (on the parsed statement, before anything runs) and
+    finds the relations the query reads and the units of its bare columns. A relation is one of
+    the dataset's or a CTE in scope where it is named; the engine's catalog (tables, views,
+    schemas, functions) is refused however it is spelled, CTE names included."""
     read: dict[str, Table] = {}
-    for d in _walk(node):
+    denied = catalog_functions()
+    for d, scope in _scoped(node):
         typ = d.get("type")
+        ctes = d.get("cte_map")
+        for e in (ctes.get("map") or []) if isinstance(ctes, dict) else []:
+            key = str(e.get("key") or "") if isinstance(e, dict) else ""
+            if catalog_name(key):
+                raise _refuse_catalog(ds, sql, d, key)
         if typ == "BASE_TABLE":
             name = str(d.get("table_name") or "")
             schema = str(d.get("schema_name") or "").lower()
             catalog = str(d.get("catalog_name") or "").lower()
             t = ds.tables.get(name.lower())
-            if schema in SCHEMAS and catalog in SCHEMAS and (t is not None or (not schema and name.lower() in ctes)):
+            if schema in SCHEMAS and catalog in SCHEMAS and (t is not None or (not schema and name.lower() in scope)):
                 if t is not None:
                     read[t.name] = t
                 continue
-            where = _position(sql, d)
             shown = ".".join(x for x in (catalog, schema, name) if x)
+            if catalog_name(name) or catalog_name(schema) or catalog_name(catalog):
+                raise _refuse_catalog(ds, sql, d, shown)
+            where = _position(sql, d)
             raise EcoError("not_found", f"sql: no table {shown!r} in dataset {ds.id}; its tables are "
                            f"{', '.join(ds.names())}", details={"field": "sql", **where,
                                                                  "didYouMean": suggest(name, ds.names())})
+        if typ == "SHOW_REF" and d.get("query") is None and str(d.get("table_name") or "").lower() not in SHOW_ALLOWED:
+            raise _refuse_catalog(ds, sql, d, "SHOW (other than SHOW TABLES)")
         if typ == "TABLE_FUNCTION":
             fn = str((d.get("function") or {}).get("function_name") or "").lower()
             if fn not in TABLE_FUNCTIONS:
@@ -290,9 +428,9 @@ def check(ds: Dataset, node: dict[str, Any], sql: str) -> Checked:
                                f"only {', '.join(sorted(TABLE_FUNCTIONS))} run",
                                details={"field": "sql", **_position(sql, d), "didYouMean": ds.names()[:10]})
         fn_name = d.get("function_name")
-        if d.get("class") == "FUNCTION" and isinstance(fn_name, str):
+        if isinstance(fn_name, str):
             low = fn_name.lower()
-            if low in DENIED_FUNCTIONS or low.startswith(DENIED_PREFIXES):
+            if low in denied or low.startswith(DENIED_PREFIXES):
                 raise EcoError("invalid_argument", f"sql: function {fn_name}() is not available here (it reads the "
                                "engine's configuration, catalog or files)", details={"field": "sql",
                                                                                       **_position(sql, d)})
@@ -377,9 +515,24 @@ def _units(ds: Dataset, node: dict[str, Any]) -> dict[str, str | None]:
     return {k: v for k, v in units.items() if k not in derived}
 
 
-def _bad_sql(sql: str, exc: BaseException, folder: Path) -> EcoError:
+def _bad_sql(sql: str, exc: BaseException, folder: Path, max_depth: int = 0) -> EcoError:
+    if _DEPTH.search(str(exc)):
+        return too_deep(max_depth)
     return EcoError("invalid_argument", f"sql: {_engine_message(exc, folder)}",
                     details={"field": "sql", **_where(sql, str(exc))})
+
+
+def memory_error(limits: Limits, *, engine: bool) -> EcoError:
+    """query_too_large naming the memory limit that stopped the query: DuckDB's own (its buffer
+    manager) or the engine worker's (the operating system's, tables.engine_memory_mb)."""
+    if engine and limits.engine_memory_mb:
+        mb, setting = limits.engine_memory_mb, "tables.engine_memory_mb"
+    else:
+        mb, setting = limits.memory_mb, "tables.query_memory_mb"
+    return EcoError("query_too_large", f"sql: the query needs more than {mb} MB of memory and was stopped "
+                    f"({setting})", details={"field": "sql", "reason": "memory", "limitMb": mb, "setting": setting},
+                    hint="Narrow it: join on keys rather than every pair of rows, filter first, aggregate, or "
+                         "select shorter values.")
 
 
 _MISSING_COLUMN = re.compile(r'Referenced column "([^"]+)" not found')
@@ -389,6 +542,8 @@ _CANDIDATES = re.compile(r'Candidate bindings: (.*)')
 def engine_error(exc: duckdb.Error, sql: str, ds: Dataset, checked: Checked | None, limits: Limits,
                  cancelled: bool) -> EcoError:
     """DuckDB's error as the tool's: the field, the engine's message, the position."""
+    import duckdb
+
     where = _where(sql, str(exc))
     msg = _engine_message(exc, ds.folder)
     if isinstance(exc, duckdb.InterruptException):
@@ -399,10 +554,10 @@ def engine_error(exc: duckdb.Error, sql: str, ds: Dataset, checked: Checked | No
                                                               "limitSeconds": limits.timeout_s},
                         hint="Narrow it: a WHERE on siteID or a time range, fewer columns, or GROUP BY to aggregate.")
     if isinstance(exc, duckdb.OutOfMemoryException):
-        return EcoError("query_too_large", f"sql: the query needs more than {limits.memory_mb} MB of memory and was "
-                        "stopped (tables.query_memory_mb)", details={"field": "sql", "reason": "memory",
-                                                                     "limitMb": limits.memory_mb},
-                        hint="Narrow it: join on keys rather than every pair of rows, filter first, or aggregate.")
+        # "bad allocation": the operating system refused memory (the worker's limit), not DuckDB's.
+        return memory_error(limits, engine="bad allocation" in str(exc) or "bad_alloc" in str(exc))
+    if _DEPTH.search(msg):
+        return too_deep(limits.max_depth)
     missing = _MISSING_COLUMN.search(msg)
     if missing:
         rels = checked.tables if checked and checked.tables else list(ds.tables.values())
@@ -434,6 +589,8 @@ class Result:
     seconds: float
     tables: list[Table]
     dataset: Dataset
+    by_bytes: bool = False  # the rows stop at the byte budget
+    cut: list[str] = field(default_factory=list)  # columns whose value was cut to fit the budget
 
 
 def _type_name(t: Any) -> str:
@@ -541,7 +698,7 @@ _engines_lock = threading.Lock()
 
 def _gone(key: Any) -> bool:
     try:
-        st = (Path(key[0]) / dataset.DATASET_JSON).stat()
+        st = (Path(key[0]) / layout.DATASET_JSON).stat()
     except OSError:
         return True
     return (st.st_mtime_ns, st.st_size) != (key[1], key[2])
@@ -555,6 +712,9 @@ def forget(folder: Path) -> int:
     def of_folder(key: Any) -> bool:
         return key[0] in paths
 
+    from tables import engine
+
+    engine.forget(folder)  # and the engine workers of this process
     with _engines_lock:
         return _engines.drop_where(of_folder)
 
@@ -564,10 +724,11 @@ def engine_for(folder: Path, limits: Limits) -> Engine:
     engines whose dataset is gone or rebuilt are dropped first: another process (the store's
     worker) may have evicted it."""
     try:
-        st = (folder / dataset.DATASET_JSON).stat()
+        st = (folder / layout.DATASET_JSON).stat()
     except OSError:
         st = None
-    key = (str(folder), st.st_mtime_ns if st else None, st.st_size if st else None, limits.memory_mb, limits.threads)
+    key = (str(folder), st.st_mtime_ns if st else None, st.st_size if st else None, limits.memory_mb, limits.threads,
+           limits.max_depth)
     with _engines_lock:
         _engines.drop_where(_gone)
         got: Engine | None = _engines.get(key)
@@ -578,8 +739,13 @@ def engine_for(folder: Path, limits: Limits) -> Engine:
 
 
 def _connect(ds: Dataset, lim: Limits) -> duckdb.DuckDBPyConnection:
+    import duckdb
+
+    from tables import dataset
+
     con = duckdb.connect(":memory:", config={
         "threads": lim.threads, "memory_limit": f"{lim.memory_mb}MB", "temp_directory": "",
+        "max_expression_depth": lim.max_depth,
         "autoload_known_extensions": False, "autoinstall_known_extensions": False,
         "allow_community_extensions": False, "python_enable_replacements": False,
     })
@@ -616,6 +782,8 @@ def _connect(ds: Dataset, lim: Limits) -> duckdb.DuckDBPyConnection:
 
 def _made(con: duckdb.DuckDBPyConnection, ddl: str, ds: Dataset, key: str) -> bool:
     """Runs one relation's DDL; on failure the relation is dropped from the dataset (logged)."""
+    import duckdb
+
     try:
         con.execute(ddl)
     except duckdb.Error as exc:
@@ -625,12 +793,23 @@ def _made(con: duckdb.DuckDBPyConnection, ddl: str, ds: Dataset, key: str) -> bo
     return True
 
 
-class QueryRun:
-    """One query on a connection of its own, run on a thread of its own so the event loop keeps
-    serving; `cancel` interrupts it from any thread."""
+@dataclass
+class _Page:
+    rows: list[list[Any]]
+    more: bool  # rows past these exist
+    by_bytes: bool  # they stop at the byte budget (else at the row limit or the end)
+    cut: list[str]  # columns whose value in the one row shown was cut to fit the budget
+    used: int  # bytes of the rows
 
-    def __init__(self, folder: Path, sql: str, limit: int, limits: Limits) -> None:
-        self.folder, self.sql, self.limit, self.limits = folder, sql, limit, limits
+
+class QueryRun:
+    """One query on a connection of its own, run on a thread of its own; `cancel` interrupts it
+    from any thread. With a byte budget (the result's room for rows) the rows are fetched in
+    batches and stop at the row limit or the budget, whichever comes first, so no more than fits
+    is ever held; a first row alone over the budget has its longest text values cut to fit."""
+
+    def __init__(self, folder: Path, sql: str, limit: int, limits: Limits, budget: int | None = None) -> None:
+        self.folder, self.sql, self.limit, self.limits, self.budget = folder, sql, limit, limits, budget
         self._con: duckdb.DuckDBPyConnection | None = None
         self._lock = threading.Lock()
         self._cancelled = False
@@ -663,6 +842,8 @@ class QueryRun:
                 self._con.interrupt()
 
     def run(self) -> Result:
+        import duckdb
+
         started = time.monotonic()
         engine = engine_for(self.folder, self.limits)
         ds = engine.ds
@@ -675,34 +856,62 @@ class QueryRun:
         timer.daemon = True
         checked: Checked | None = None
         try:
-            checked = check(ds, statements(con, self.sql, ds.folder), self.sql)
+            checked = check(ds, statements(con, self.sql, ds.folder, self.limits.max_depth), self.sql)
             if self._cancelled:  # cancelled before the query started: an interrupt would be lost
                 raise concurrent.futures.CancelledError()
             timer.start()
             try:
                 cur = con.execute(self.sql)
-                rows = cur.fetchmany(self.limit + 1)
                 description = cur.description or []
+                columns = [Column(d[0], _type_name(d[1]), checked.units.get(d[0].lower())) for d in description]
+                page = self._fetch(cur, columns)
             finally:
                 timer.cancel()
-            more = len(rows) > self.limit
-            total = None if more else len(rows)
-            if more:
-                total = self._count_rest(cur, len(rows), started)
+            total = None if page.more else len(page.rows)
+            if page.more and not page.by_bytes:
+                total = self._count_rest(cur, len(page.rows) + 1, started, page.used / max(1, len(page.rows)))
             seconds = time.monotonic() - started
-            columns = [Column(d[0], _type_name(d[1]), checked.units.get(d[0].lower())) for d in description]
-            out = [[plain(v) for v in r] for r in rows[: self.limit]]
-            return Result(columns, out, more, total, seconds, checked.tables, ds)
+            return Result(columns, page.rows, page.more, total, seconds, checked.tables, ds, page.by_bytes, page.cut)
         except duckdb.Error as exc:
             raise engine_error(exc, self.sql, ds, checked, self.limits, self._cancelled) from None
+        except RecursionError:  # a tree the parser's bound let through, read deeper than Python goes
+            raise too_deep(self.limits.max_depth) from None
         finally:
             with self._lock:
                 self._con = None
             con.close()
 
-    def _count_rest(self, cur: duckdb.DuckDBPyConnection, seen: int, started: float) -> int | None:
+    def _fetch(self, cur: duckdb.DuckDBPyConnection, columns: list[Column]) -> _Page:
+        """The rows up to the limit and the budget, fetched in growing batches (the first small,
+        so a query of huge values holds few of them); one row past the limit tells of more."""
+        room = None if self.budget is None else self.budget - row_bytes([c.__dict__ for c in columns])
+        rows: list[list[Any]] = []
+        used, batch = 0, FIRST_BATCH
+        while True:
+            got = cur.fetchmany(min(batch, self.limit + 1 - len(rows)))
+            if not got:
+                return _Page(rows, False, False, [], used)
+            for n, r in enumerate(got):
+                if len(rows) == self.limit:
+                    return _Page(rows, True, False, [], used)
+                row = [plain(v) for v in r]
+                size = row_bytes(row) + 1
+                if room is not None and used + size > room:
+                    if rows:
+                        return _Page(rows, True, True, [], used)
+                    row, cut = cut_row(row, room, [c.name for c in columns])
+                    more = n + 1 < len(got) or bool(cur.fetchmany(1))
+                    return _Page([row], more, True, cut, row_bytes(row) + 1)
+                used += size
+                rows.append(row)
+            batch = min(batch * 4, MAX_BATCH)
+
+    def _count_rest(self, cur: duckdb.DuckDBPyConnection, seen: int, started: float, row_size: float) -> int | None:
         """The result's row count when counting the rest is cheap: within COUNT_BUDGET_S (and the
-        query's own time limit) and COUNT_MAX_ROWS rows; else None."""
+        query's own time limit) and COUNT_MAX_ROWS rows; else None. Batches of about
+        COUNT_BATCH_BYTES by the rows seen so far."""
+        import duckdb
+
         budget = min(COUNT_BUDGET_S, self.limits.timeout_s - (time.monotonic() - started))
         if budget <= 0:
             return None
@@ -711,13 +920,47 @@ class QueryRun:
         timer.start()
         n = seen
         try:
-            reader = cur.to_arrow_reader(65536)
+            reader = cur.to_arrow_reader(int(max(1024, min(65536, COUNT_BATCH_BYTES / max(1.0, row_size)))))
             for batch in reader or ():
                 n += batch.num_rows
                 if n > COUNT_MAX_ROWS:
                     return None
-        except (duckdb.Error, OSError):  # interrupted at the budget (through Arrow's reader: OSError)
+        except (duckdb.Error, OSError, MemoryError):  # interrupted at the budget (Arrow's reader: OSError)
             return None
         finally:
             timer.cancel()
         return n
+
+
+# Rows fetched at first, then four times as many each batch up to MAX_BATCH.
+FIRST_BATCH = 64
+MAX_BATCH = 4096
+COUNT_BATCH_BYTES = 8 << 20
+# What ends a cut value, and the fewest characters a cut leaves.
+CUT_MARK = "\u2026"
+CUT_MIN = 16
+
+
+def row_bytes(value: Any) -> int:
+    """Bytes of `value` in the compact JSON the result budget measures (mcp_gateway.budget)."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode())
+
+
+def cut_row(row: list[Any], room: int, names: list[str]) -> tuple[list[Any], list[str]]:
+    """`row` with its longest text values cut (ending in CUT_MARK) until it fits `room` bytes, and
+    the columns cut; result_too_large naming the budget when cutting text cannot make it fit."""
+    out, cut = list(row), list[int]()
+    while (over := row_bytes(out) + 1 - room) > 0:
+        texts = [(len(v), i) for i, v in enumerate(out) if isinstance(v, str) and i not in cut]
+        if not texts:
+            raise EcoError("result_too_large", f"sql: one row of this result is {row_bytes(row)} bytes, more than "
+                           f"the result budget (limits.max_result_bytes) leaves for rows ({max(room, 0)} bytes), and "
+                           "its values are not text that can be cut", details={"field": "sql", "rowBytes":
+                                                                               row_bytes(row), "roomBytes": room},
+                           hint="Select fewer columns or shorter values (e.g. left(x, 1000), len(list)).")
+        length, i = max(texts)
+        # Each character takes at least one byte: dropping `over` of them frees at least `over` bytes.
+        keep = max(CUT_MIN, length - over - 4)
+        out[i] = out[i][:keep] + CUT_MARK
+        cut.append(i)
+    return out, [names[i] for i in cut]

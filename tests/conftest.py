@@ -11,6 +11,7 @@ import contextlib
 import os
 import socket
 from collections.abc import Callable, Iterator
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
@@ -35,6 +36,19 @@ def _missing(what: str) -> None:
     if IN_CI:
         pytest.fail(f"CI=true but {reason}")
     pytest.skip(reason)
+
+
+def duplicate_ids(items: list[Any]) -> list[str]:
+    """Node ids collected more than once: pytest then reports fewer outcomes than it ran tests."""
+    seen: set[str] = set()
+    return sorted({i.nodeid for i in items if i.nodeid in seen or seen.add(i.nodeid)})
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[Any]) -> None:
+    dupes = duplicate_ids(items)
+    if dupes:
+        raise pytest.UsageError("tests collected under the same id (give each parametrised case its own id): "
+                                + ", ".join(dupes[:10]))
 
 
 @pytest.fixture(scope="session")

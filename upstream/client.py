@@ -21,11 +21,12 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeVar, cast, overload
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -66,17 +67,32 @@ class PathSegmentError(EcoError):
 
 def segment_message(field: str, value: str) -> str:
     shown = repr(value[:60] + ("..." if len(value) > 60 else ""))
-    return (f"{field}: {shown} is not an identifier: it must not be empty, '.' or '..', or contain '/' or '\\'")
+    return (f"{field}: {shown} is not an identifier: it must not be empty, '.' or '..', or contain '/', '\\' or "
+            "control characters, written or percent-encoded (it is decoded once, and must not need decoding again)")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def _bad_segment(value: str) -> bool:
+    return value in ("", ".", "..") or "/" in value or "\\" in value or _CONTROL.search(value) is not None
 
 
 def _seg(value: str, parameter: str) -> str:
-    """One path segment, or PathSegmentError before any request. Quoting keeps '?', '#' and '%'
-    in the segment, but '.' and '..' are dot segments whatever their quoting (the URL is
-    normalised on its way out, collapsing the route), and a quoted '/' or '\\' may be decoded
-    back into a separator by the server."""
-    if value in ("", ".", "..") or "/" in value or "\\" in value:
+    """One path segment, or PathSegmentError before any request. A percent-encoded identifier is
+    decoded once and what it spells is checked ('%2e%2e%2f' is '../'), then quoted again: the
+    upstream sees the identifier, never an escape of the caller's choosing, and one that still
+    holds an escape after decoding ('%252e') is refused rather than decoded twice. '.' and '..'
+    are dot segments whatever their quoting (the URL is normalised on its way out, collapsing the
+    route), and a quoted '/' or '\\' may be decoded back into a separator by the server."""
+    try:
+        decoded = unquote(value, errors="strict") if "%" in value else value
+    except UnicodeDecodeError:  # escapes that spell no UTF-8 text
+        raise PathSegmentError(parameter, value) from None
+    if _bad_segment(value) or _bad_segment(decoded) or (decoded != value and _ESCAPE.search(decoded)):
         raise PathSegmentError(parameter, value)
-    return quote(value, safe="")
+    return quote(decoded, safe="")
 
 
 def _redis_url() -> str:

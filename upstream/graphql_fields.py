@@ -69,43 +69,55 @@ RECURSION_ESTIMATE = 2
 
 @dataclass(frozen=True)
 class QueryCost:
-    """Aliased fields (fragments expanded) and the estimated values the query asks for, in all and
-    per root response key, largest first."""
+    """Aliased fields, fields and the estimated values the query asks for (fragments counted as
+    often as they are spread), in all and per root response key, largest first."""
 
     aliases: int
     nodes: int
     roots: list[tuple[str, int]]
+    fields: int = 0
 
 
 class CostEstimate:
-    """Walks an operation once with fragments expanded through a memo (a fragment spread ten times
-    is counted ten times but walked once), so a small document cannot make the walk itself long."""
+    """Sizes an operation as if its fragments were expanded, without expanding them: each
+    fragment's figures (aliases, fields, values per root key) are worked out once and then used
+    as numbers wherever it is spread. Twenty-five fragments each spreading the next twice are
+    2^25 copies of the last one's fields, counted in 25 steps, not walked 2^25 times."""
 
     def __init__(self, schema: GraphQLSchema, fragments: dict[str, FragmentDefinitionNode], *, list_estimate: int,
                  variables: dict[str, Any] | None) -> None:
         self.schema, self.fragments = schema, fragments
         self.list_estimate, self.variables = list_estimate, variables or {}
         self._aliases: dict[str, int] = {}
+        self._fields: dict[str, int] = {}
         self._nodes: dict[tuple[str, frozenset[str]], int] = {}
+        self._roots: dict[str, dict[str, int]] = {}
 
     def cost(self, op: OperationDefinitionNode) -> QueryCost:
-        root = self.schema.query_type
-        roots: dict[str, int] = {}
-        for node in self._root_fields(op.selection_set):
-            key = node.alias.value if node.alias else node.name.value
-            roots[key] = roots.get(key, 0) + self._field(node, root, frozenset())
+        roots = self._root_nodes(op.selection_set)
         ranked = sorted(roots.items(), key=lambda kv: -kv[1])
-        return QueryCost(aliases=self.aliases(op.selection_set), nodes=sum(roots.values()), roots=ranked)
+        return QueryCost(aliases=self.aliases(op.selection_set), nodes=sum(roots.values()), roots=ranked,
+                         fields=self.fields(op.selection_set))
 
-    def _root_fields(self, sel: SelectionSetNode) -> list[FieldNode]:
-        out: list[FieldNode] = []
+    def _root_nodes(self, sel: SelectionSetNode) -> dict[str, int]:
+        """Estimated values per root response key, a fragment's share computed once."""
+        root = self.schema.query_type
+        out: dict[str, int] = {}
+
+        def add(part: dict[str, int]) -> None:
+            for k, n in part.items():
+                out[k] = out.get(k, 0) + n
+
         for s in sel.selections:
             if isinstance(s, FieldNode):
-                out.append(s)
+                add({s.alias.value if s.alias else s.name.value: self._field(s, root, frozenset())})
             elif isinstance(s, InlineFragmentNode):
-                out.extend(self._root_fields(s.selection_set))
+                add(self._root_nodes(s.selection_set))
             elif isinstance(s, FragmentSpreadNode) and s.name.value in self.fragments:
-                out.extend(self._root_fields(self.fragments[s.name.value].selection_set))
+                name = s.name.value
+                if name not in self._roots:
+                    self._roots[name] = self._root_nodes(self.fragments[name].selection_set)
+                add(self._roots[name])
         return out
 
     def aliases(self, sel: SelectionSetNode | None) -> int:
@@ -120,6 +132,21 @@ class CostEstimate:
                 if name not in self._aliases:
                     self._aliases[name] = self.aliases(self.fragments[name].selection_set)
                 count += self._aliases[name]
+        return count
+
+    def fields(self, sel: SelectionSetNode | None) -> int:
+        """Fields in the expanded selection (each list item not multiplied: the query's own size)."""
+        count = 0
+        for s in sel.selections if sel else ():
+            if isinstance(s, FieldNode):
+                count += 1 + self.fields(s.selection_set)
+            elif isinstance(s, InlineFragmentNode):
+                count += self.fields(s.selection_set)
+            elif isinstance(s, FragmentSpreadNode) and s.name.value in self.fragments:
+                name = s.name.value
+                if name not in self._fields:
+                    self._fields[name] = self.fields(self.fragments[name].selection_set)
+                count += self._fields[name]
         return count
 
     def _nodes_of(self, sel: SelectionSetNode | None, parent: Any, lists: frozenset[str]) -> int:

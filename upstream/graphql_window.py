@@ -44,7 +44,6 @@ from upstream.http import deadline_exceeded
 
 if TYPE_CHECKING:
     from graphql import (
-        FieldNode,
         FragmentDefinitionNode,
         GraphQLSchema,
         OperationDefinitionNode,
@@ -172,18 +171,30 @@ def _spreads(sel: SelectionSetNode | None) -> list[str]:
     return out
 
 
-def _root_fields(sel: SelectionSetNode, fragments: dict[str, FragmentDefinitionNode]) -> list[FieldNode]:
-    """Root fields through fragments and inline fragments (cycles were refused before)."""
+def _root_names(sel: SelectionSetNode, fragments: dict[str, FragmentDefinitionNode],
+                memo: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Root field names through fragments and inline fragments, each with how often it occurs once
+    fragments are expanded, in the order first met. A fragment's names are counted once and then
+    added as numbers wherever it is spread: a fragment spread twice by a fragment spread twice...
+    is never expanded (cycles were refused before)."""
     from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
 
-    out: list[FieldNode] = []
+    out: dict[str, int] = {}
+
+    def add(part: dict[str, int]) -> None:
+        for k, n in part.items():
+            out[k] = out.get(k, 0) + n
+
     for s in sel.selections:
         if isinstance(s, FieldNode):
-            out.append(s)
+            add({s.name.value: 1})
         elif isinstance(s, InlineFragmentNode):
-            out.extend(_root_fields(s.selection_set, fragments))
+            add(_root_names(s.selection_set, fragments, memo))
         elif isinstance(s, FragmentSpreadNode) and s.name.value in fragments:
-            out.extend(_root_fields(fragments[s.name.value].selection_set, fragments))
+            name = s.name.value
+            if name not in memo:
+                memo[name] = _root_names(fragments[name].selection_set, fragments, memo)
+            add(memo[name])
     return out
 
 
@@ -220,6 +231,10 @@ class QueryBounds:
     max_aliases: int = 30
     max_nodes: int = 100_000
     list_estimate: int = 20
+    # Fields once fragments are expanded: no more than a query written out within
+    # limits.graphql_max_query_chars could hold (a field takes at least one character), so
+    # fragments reuse a selection but do not multiply the work NEON is sent.
+    max_fields: int = 8000
 
 
 NARROWER = ("Ask for fewer aliases (one root field with a filter, filterProducts or filterSites with the "
@@ -234,13 +249,24 @@ def _too_large(message: str, cost: Any, bounds: QueryBounds, **details: Any) -> 
         "largest": [{"field": k, "estimatedNodes": n} for k, n in cost.roots[:3]], **details})
 
 
-def _check_cost(op: OperationDefinitionNode, fragments: dict[str, FragmentDefinitionNode], ws: WindowSchema,
+def _check_cost(ops: list[OperationDefinitionNode], fragments: dict[str, FragmentDefinitionNode], ws: WindowSchema,
                 bounds: QueryBounds, variables: dict[str, Any] | None) -> None:
     """Refuse a query that asks for too much before graphql-core validates it: validating
-    hundreds of aliased copies of a field is itself slow (overlapping fields are compared pairwise)."""
+    hundreds of aliased copies of a field is itself slow (overlapping fields are compared pairwise).
+    Every figure is counted with each fragment sized once (CostEstimate), never by expanding it."""
     from upstream.graphql_fields import CostEstimate
 
-    cost = CostEstimate(ws.schema, fragments, list_estimate=bounds.list_estimate, variables=variables).cost(op)
+    estimate = CostEstimate(ws.schema, fragments, list_estimate=bounds.list_estimate, variables=variables)
+    for op in ops:
+        _within(estimate.cost(op), bounds)
+
+
+def _within(cost: Any, bounds: QueryBounds) -> None:
+    if cost.fields > bounds.max_fields:
+        raise _too_large(f"query: {cost.fields:,} fields once its fragments are expanded, at most {bounds.max_fields:,} "
+                         "(as many as limits.graphql_max_query_chars characters could spell out); a fragment spread "
+                         "in several places is sent as that many copies", cost, bounds, fields=cost.fields,
+                         maxFields=bounds.max_fields)
     if cost.aliases > bounds.max_aliases:
         raise _too_large(f"query: {cost.aliases} aliased fields (fragments expanded), at most {bounds.max_aliases} "
                          "(limits.graphql_max_aliases); each alias runs its field again upstream", cost, bounds)
@@ -288,12 +314,12 @@ def check_query(query: str, *, operation_name: str | None, max_chars: int, max_d
         raise _bad(f"query: fragment cycle {' -> '.join(cycle)} is refused", fragmentCycle=cycle)
     ws = window_schema()
     used: list[str] = []
-    introspection: list[str] = []
+    introspection: dict[str, int] = {}
+    names_memo: dict[str, dict[str, int]] = {}
     for op in ops:
-        for f in _root_fields(op.selection_set, fragments):
-            name = f.name.value
+        for name, times in _root_names(op.selection_set, fragments, names_memo).items():
             if name in INTROSPECTION_FIELDS:
-                introspection.append(name)
+                introspection[name] = introspection.get(name, 0) + times
             elif name != "__typename" and name not in ws.root_fields:
                 raise _bad(f"query: root field {name!r} is not allowed; allowed root fields: "
                            f"{', '.join(ws.root_fields)}, plus one __type or __schema", rootField=name,
@@ -301,9 +327,10 @@ def check_query(query: str, *, operation_name: str | None, max_chars: int, max_d
                            allowed=list(ws.root_fields))
             elif name not in used and name != "__typename":
                 used.append(name)
-    if len(introspection) > 1:
-        raise _bad(f"query: {len(introspection)} introspection fields ({', '.join(introspection)}); "
-                   "at most one __type or __schema per query", introspectionFields=introspection)
+    if (n_intro := sum(introspection.values())) > 1:
+        listed = [name for name, times in introspection.items() for _ in range(min(times, 5))]
+        raise _bad(f"query: {n_intro} introspection fields ({', '.join(listed)}{', ...' if n_intro > len(listed) else ''}); "
+                   "at most one __type or __schema per query", introspectionFields=listed)
     memo: dict[str, tuple[int, list[str]]] = {}
     depth, path = 0, []
     for op in ops:
@@ -313,7 +340,8 @@ def check_query(query: str, *, operation_name: str | None, max_chars: int, max_d
     if depth > max_depth:
         raise _bad(f"query: selection depth {depth} exceeds the limit of {max_depth} (limits.graphql_max_depth) "
                    f"at {'/'.join(path)}", depth=depth, limit=max_depth, path=path)
-    _check_cost(chosen, fragments, ws, bounds or QueryBounds(), variables)
+    # Every operation, not only the chosen one: local validation and NEON read them all.
+    _check_cost(ops, fragments, ws, bounds or QueryBounds(), variables)
     _validate(doc, ws)
     return CheckedQuery(query=query, operation_name=chosen.name.value if chosen.name else None,
                         root_fields=tuple(used), depth=depth)

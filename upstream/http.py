@@ -382,6 +382,11 @@ class UpstreamHttp:
         reset = _int_header(resp.headers, "x-ratelimit-reset")
         if remaining is None:
             return
+        seen = self.headroom.get(identity)
+        if resp.status_code == 429:
+            # A refusal's limit header is not this identity's limit (NEON's 429 may carry the
+            # anonymous one whoever asked): the limit last seen on an answer stays.
+            limit = seen.limit if seen is not None else None
         self.headroom[identity] = Headroom(limit=limit, remaining=remaining, reset_s=reset, seen_at=self._clock())
         metrics.rate_limit_remaining(remaining, with_token=identity != "anonymous")
         acct = context.current()

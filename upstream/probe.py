@@ -42,17 +42,20 @@ class ApiProbe:
             out["status"] = 200
         else:
             out.update(error=self.error.message, errorCode=self.error.code)
+            if self.error.code == "rate_limited":
+                out["retryAfterSeconds"] = self.error.details.get("retryAfterSeconds")
         if self.token_accepted is not None:
             out["tokenAccepted"] = self.token_accepted
         return out
 
 
-def _token_status(*, token: bool, sent: bool, answered: bool, limit: int | None) -> TokenStatus:
+def _token_status(*, token: bool, sent: bool, answered: bool, limit: int | None, refused: bool = False) -> TokenStatus:
     if not token:
         return "none"
     if not sent:
         return "not_sent"
-    if not answered or limit is None:
+    if not answered or limit is None or refused:
+        # A 429 (refused) says the budget is spent, not whose budget it was.
         # No answer (or no limit header) from this probe: the last limit seen may be old.
         return "unknown"
     # NEON answers an unrecognised token with the anonymous limit instead of refusing it.
@@ -75,5 +78,6 @@ async def api_check(client: UpstreamClient, cfg: EcoConfig, *, token_configured:
     # Any HTTP answer, even an error status, proves the upstream is reachable.
     reachable = error is None or error.code not in UNREACHABLE
     status = _token_status(token=token_configured, sent=sent, answered=reachable,
-                           limit=client.rate_limit_info().get("limit"))
+                           limit=client.rate_limit_info().get("limit"),
+                           refused=error is not None and error.code == "rate_limited")
     return ApiProbe(reachable=reachable, latency_ms=latency, token_sent=sent, token_status=status, error=error)

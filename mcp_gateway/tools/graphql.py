@@ -13,8 +13,9 @@ TOOLS = [
             "When no other tool fits (e.g. products and sites joined in one request): one read-only query to "
             "NEON's GraphQL. Roots: products, product, demoProduct, filterProducts, sites, site, filterSites, "
             "location, locationHierarchy, findLocations, prototypeDatasets, prototypeDataset, one __type or "
-            "__schema. Checked against eco://reference/graphql-schema first; too big a query is query_too_large: "
-            "name records (filterProducts, filterSites) or select less. Never cached, no token sent."
+            "__schema. Checked against eco://reference/graphql-schema first: a query too long or nested too deep "
+            "is invalid_argument, one asking for too much is query_too_large (name records with filterProducts, "
+            "filterSites, or select less). Never cached, no token sent."
         ),
         surface="discovery",
         input_model=graphql.GraphQLInput,

@@ -68,3 +68,20 @@ async def test_eco_ping_and_check_agree_on_whether_the_token_was_accepted(fresh_
     unknown_token = token == UNKNOWN_TOKEN
     assert verdict["tokenStatus"] == ("not_sent" if transport == "http" else
                                       "not_recognised" if unknown_token else "accepted")
+
+
+@pytest.mark.parametrize("variable", ["ECO_TOKEN", "ECO_API_TOKEN"])
+def test_check_from_the_command_line_names_the_variable_the_token_came_from(fresh_sim, variable, tmp_path):
+    import json
+    import os
+    import subprocess
+
+    from tests.gateway.conftest import PYTHON, REPO
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ECO_MCP_", "ECO_TOKEN", "ECO_API_TOKEN"))}
+    env.update(sim_env(fresh_sim, **{variable: fresh_sim.issue_token()}), ECO_MCP_DATA_DIR=str(tmp_path))
+    proc = subprocess.run([PYTHON, "manage.py", "eco_mcp_stdio", "--check"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    verdict = json.loads(proc.stdout)
+    assert proc.returncode == 0, proc.stderr
+    assert (verdict["tokenSource"], verdict["tokenFrom"], verdict["tokenStatus"]) == ("config", variable, "accepted")

@@ -146,8 +146,8 @@ def test_every_tool_carries_the_spec_meta_keys():
 TOOL_LIST_BOUND = 75_000
 SHARES = {
     "eco_describe_tables": 3110, "eco_download_files": 3640, "eco_find_locations": 3090, "eco_get_availability": 3740,
-    "eco_get_citation": 2210, "eco_get_document": 2280, "eco_get_location": 4100, "eco_get_product": 5690,
-    "eco_get_prototype_dataset": 3530, "eco_get_release": 3260, "eco_get_sample": 3130, "eco_get_site": 3610,
+    "eco_get_citation": 2210, "eco_get_document": 2280, "eco_get_location": 4130, "eco_get_product": 5690,
+    "eco_get_prototype_dataset": 3560, "eco_get_release": 3290, "eco_get_sample": 3130, "eco_get_site": 3610,
     "eco_graphql": 2340, "eco_list_files": 4450, "eco_list_releases": 1810, "eco_list_sample_classes": 1800,
     "eco_ping": 2650, "eco_plot_tables": 3780, "eco_query_tables": 2270, "eco_search_products": 3240, "eco_search_prototype_datasets": 2760,
     "eco_search_sites": 3260, "eco_search_taxonomy": 2470, "eco_stack_tables": 4370,

@@ -78,12 +78,11 @@ def test_the_root_keeps_its_object_type_and_lists_no_required_fields():
     assert all("required" not in d for d in schema["$defs"].values())
 
 
-def test_an_input_schema_leaves_out_the_defaults_the_instructions_state_and_shows_the_others():
+def test_an_input_schema_states_every_default_false_and_0_included():
     from pydantic import Field
 
     from eco_core.wire import ToolInput
     from mcp_gateway.schemas import input_schema
-    from mcp_gateway.server import INSTRUCTIONS
 
     class In(ToolInput):
         offset: int = Field(0, ge=0)
@@ -92,10 +91,11 @@ def test_an_input_schema_leaves_out_the_defaults_the_instructions_state_and_show
         urls: bool = True
         budget: float = 0.0
         include: list[str] = []
-        at: int | None = 0  # nullable: left out would read as null, so its 0 stays
+        at: int | None = 0
+        name: str | None = None  # null when left out: no default written
 
     props = input_schema(In)["properties"]
-    assert "default" not in props["offset"] and "default" not in props["verbose"]
-    assert props["offset"]["minimum"] == 0  # only the default goes; the bound stays
-    assert [props[n]["default"] for n in ("limit", "urls", "budget", "include", "at")] == [25, True, 0.0, [], 0]
-    assert "false for a flag and 0 for an integer" in INSTRUCTIONS
+    assert props["offset"]["minimum"] == 0
+    assert [props[n]["default"] for n in ("offset", "verbose", "limit", "urls", "budget", "include", "at")] == [
+        0, False, 25, True, 0.0, [], 0]
+    assert "default" not in props["name"]

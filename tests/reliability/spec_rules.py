@@ -67,11 +67,25 @@ RESOLVED_NAMES = ("product", "product_code", "product_codes", "site", "site_code
                   "name", "root", "uuid", "prototype_uuid", "spec_number", "sample_tag", "sample_class",
                   "sample_uuid", "barcode", "archive_guid")
 SEGMENT = ("spec, Errors: a malformed argument is invalid_argument; an identifier that becomes a URL path "
-           "segment cannot be '.', '..' or hold '/' or '\\' (upstream.client refuses it before any request)")
+           "segment cannot be '.', '..' or hold '/', '\\' or control characters, written or percent-encoded "
+           "(upstream.client decodes it once and refuses it before any request, as it does escapes left over)")
 
 
 def _not_a_segment(value: Any) -> bool:
-    return isinstance(value, str) and (value.strip() in (".", "..") or "/" in value or "\\" in value)
+    from urllib.parse import unquote
+
+    if isinstance(value, list):
+        return any(_not_a_segment(v) for v in value)
+    if not isinstance(value, str):
+        return False
+    try:
+        decoded = unquote(value, errors="strict")
+    except UnicodeDecodeError:
+        return True
+    if decoded != value and re.search(r"%[0-9A-Fa-f]{2}", decoded):
+        return True
+    return any(v.strip() in (".", "..") or "/" in v or "\\" in v or re.search(r"[\x00-\x1f\x7f-\x9f]", v)
+               for v in (value, decoded))
 
 
 GENERIC_RULES = (

@@ -77,6 +77,20 @@ FORBIDDEN = {
     "settings": "SELECT current_setting('allowed_paths')",
     "catalog": "SELECT sql FROM duckdb_views()",
     "information schema": "SELECT view_definition FROM information_schema.views",
+    "view definition": "SELECT pg_get_viewdef(x) AS d FROM range(0, 40000) t(x) WHERE pg_get_viewdef(x) LIKE '%a%'",
+    "qualified pg function": "SELECT pg_catalog.pg_get_viewdef(1)",
+    "catalog macro": "SELECT * FROM duckdb_logs_parsed('x')",
+    "catalog behind a sibling CTE": "FROM sqlite_master, (WITH sqlite_master AS (SELECT 1) SELECT 1)",
+    "settings behind a sibling CTE": "FROM pg_settings, (WITH pg_settings AS (SELECT 1) SELECT 1)",
+    "columns behind a sibling CTE": "FROM duckdb_columns, (WITH duckdb_columns AS (SELECT 1) SELECT 1)",
+    "views behind a sibling CTE": "FROM pg_views, (WITH pg_views AS (SELECT 1) SELECT 1)",
+    "functions behind a sibling CTE": "FROM pg_proc, (WITH pg_proc AS (SELECT 1) SELECT 1)",
+    "catalog behind a later CTE": "WITH a AS (SELECT * FROM pg_settings), pg_settings AS (SELECT 1) SELECT * FROM a",
+    "catalog read by its own CTE": "WITH pg_settings AS (SELECT * FROM pg_settings) SELECT * FROM pg_settings",
+    "catalog in a scalar subquery": "SELECT (SELECT count(*) FROM duckdb_views) AS n",
+    "described catalog": "DESCRIBE pg_settings",
+    "show all tables": "SHOW ALL TABLES",
+    "current database": "SELECT current_database() AS d",
 }
 
 
@@ -306,3 +320,46 @@ def test_the_step_a_stacked_dataset_offers_is_a_query_that_runs(soil):
         assert abs(mine[key] - sum(values) / len(values)) < 1e-9, key
     august = sorted(k[2] for k in sums if k[3] == "2024-08" and k[1] == "501")
     assert len(august) == 2 and august[0] != august[1]
+
+
+def test_ctes_are_read_in_their_scope_and_the_datasets_own_names_still_work(soil):
+    folder, _ = soil
+    assert run(folder, "WITH x AS (SELECT 1 AS a) SELECT * FROM (SELECT a FROM x) y").rows == [[1]]
+    assert run(folder, "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) "
+                       "SELECT count(*) AS c FROM r").rows == [[3]]
+    assert run(folder, "WITH a AS (SELECT 2 AS v), b AS (SELECT v FROM a) SELECT v FROM b").rows == [[2]]
+    assert run(folder, "WITH ST_30_minute AS (SELECT count(*) AS n FROM ST_30_minute) SELECT n FROM "
+                       "ST_30_minute").rows == [[5856]]
+    assert run(folder, "SHOW TABLES").total == 6
+    # a CTE of one subquery is no name outside it
+    err = refused(folder, "SELECT * FROM x, (WITH x AS (SELECT 1) SELECT 1) y")
+    assert err.code == "not_found" and "'x'" in err.message
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT " + "+".join(["1"] * 900) + " AS n",
+    "SELECT " + "(SELECT " * 400 + "1" + ")" * 400 + " AS n",
+    "SELECT * FROM " + "(SELECT * FROM " * 200 + "range(3)" + ") t" * 200,
+    "SELECT " + "abs(" * 400 + "1" + ")" * 400 + " AS n",
+], ids=["900 terms", "400 nested subqueries", "200 nested FROM subqueries", "400 nested calls"])
+def test_nesting_past_the_bound_is_invalid_argument_naming_it(soil, sql):
+    folder, _ = soil
+    err = refused(folder, sql)
+    assert err.code == "invalid_argument" and err.details["reason"] == "depth"
+    assert "tables.query_max_depth (100)" in err.message and err.details["maxDepth"] == 100
+
+
+def test_nesting_within_the_bound_runs(soil):
+    folder, _ = soil
+    assert run(folder, "SELECT " + "+".join(["1"] * 40) + " AS n").rows == [[40]]
+    assert run(folder, "SELECT " + "(SELECT " * 10 + "1" + ")" * 10 + " AS n").rows == [[1]]
+
+
+def test_an_engine_message_never_carries_a_path():
+    err = query._engine_message(RuntimeError('IO Error: cannot read "/srv/eco/store/x/ST.parquet": gone'),
+                                Path("/elsewhere"))
+    assert "/srv" not in err and "<path>" in err
+    assert query._engine_message(RuntimeError("Binder Error: a / b and 1/2"), Path("/x")).endswith("a / b and 1/2")
+    advice = query._engine_message(RuntimeError('Error: too deep. Use "SET max_expression_depth TO x" to raise it.\n\n'
+                                                "Possible solutions:\n* (SET memory_limit='...GB')"), Path("/x"))
+    assert advice == "Error: too deep." and "memory_limit" not in advice

@@ -227,3 +227,10 @@ async def test_a_name_the_stored_subtrees_do_not_hold_falls_back_to_the_upstream
     out = await run_tool("eco_find_locations", {"root": "tower100450"})  # names are case-sensitive
     error_of(out, "not_found", "root")
     assert out.requests == 1
+
+
+async def test_a_tower_name_one_digit_off_is_offered_the_stored_towers_nearest_it(run_tool, sim, stored_subtrees):  # noqa: F811
+    memos.drop_all()  # no subtree remembered from an upstream walk: the stored names answer
+    tower = f"TOWER{sim.state.locations.block('BART')}"
+    out = await run_tool("eco_get_location", {"name": tower[:-1] + str((int(tower[-1]) + 1) % 10)})
+    assert error_of(out, "not_found", "name")["details"]["didYouMean"][0] == tower

@@ -136,6 +136,9 @@ async def test_bad_inputs_are_invalid_argument_naming_the_field(run_tool, argume
     ("eco_get_location", {"name": ".."}, "name"),
     ("eco_get_location", {"name": "HARV/../REALM"}, "name"),
     ("eco_get_location", {"name": "."}, "name"),
+    ("eco_get_location", {"name": "%2e%2e%2f"}, "name"),
+    ("eco_get_location", {"name": "HARV%2F..%2FREALM"}, "name"),
+    ("eco_get_location", {"name": "\x82\x1c"}, "name"),  # a control character, the name stripped before use
     ("eco_find_locations", {"root": ".."}, "root"),
 ])
 async def test_a_name_that_is_not_one_path_segment_is_invalid_argument_before_any_request(

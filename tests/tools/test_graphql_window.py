@@ -125,7 +125,7 @@ async def test_one_introspection_field_is_allowed(run_tool, sim):
 async def test_a_query_of_8001_characters_is_refused_naming_the_length_and_the_limit(run_tool, sim):
     base = "{ sites { siteCode } }"
     err = await _refused(run_tool, sim, {"query": base + " " * (8001 - len(base))}, "query")
-    assert "8001" in err["message"] and "8000" in err["message"] and err["details"]["limit"] == 8000
+    assert "8001" in err["message"] and "8000" in err["message"] and err["details"]["maximum"] == 8000
 
 
 async def test_a_query_of_8000_characters_is_sent(run_tool, sim):

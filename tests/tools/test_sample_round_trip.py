@@ -75,7 +75,8 @@ async def test_a_client_without_elicitation_gets_ambiguous_input_with_the_candid
     assert sorted(err["details"]["candidates"]) == sorted(CLASSES)
 
 
-async def test_a_legacy_era_client_gets_ambiguous_input_even_with_elicitation(bio_cfg, sim):  # noqa: F811
+async def test_a_legacy_era_client_with_no_channel_to_ask_on_gets_ambiguous_input(bio_cfg, sim):  # noqa: F811
+    # In process there is no connection to send elicitation/create on (nor over stateless HTTP).
     out = Outcome(await call(bio_cfg, "eco_get_sample", {"sample_tag": TAG}, token=sim.issue_token(),
                              elicitation=True, protocol_version="2025-11-25"))
     error_of(out, "ambiguous_input")
@@ -192,3 +193,38 @@ async def test_the_round_trip_works_through_the_sdk_client_over_stdio(stdio_env,
         err = assert_error(result, "ambiguous_input")
         assert sorted(err["details"]["candidates"]) == sorted(CLASSES)
     assert token not in json.dumps(result.model_dump(mode="json"))
+
+
+async def test_a_2025_11_25_client_declaring_elicitation_is_asked_over_stdio_like_a_2026_07_28_one(stdio_env, sim):  # noqa: F811
+    """The handshake era has no input_required result: the same question goes to the client as
+    elicitation/create during the call, and its answer finishes the call after a fresh lookup."""
+    token = sim.issue_token()
+    env = {**stdio_env, "ECO_MCP_ECO__BASE_URL": sim.base_url, "ECO_MCP_ECO__GRAPHQL_URL": sim.graphql_url,
+           "ECO_TOKEN": token}
+    params = StdioServerParameters(command=PYTHON, args=["manage.py", "eco_mcp_stdio"], cwd=str(REPO), env=env)
+    asked: list[types.ElicitRequestParams] = []
+
+    async def answer(context, params):
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"sample_class": CHOSEN})
+
+    async with Client(params, mode="legacy", elicitation_callback=answer) as client:
+        assert client.protocol_version == "2025-11-25"
+        result = await client.call_tool("eco_get_sample", {"sample_tag": TAG})
+    assert not result.is_error, result.structured_content
+    [question] = asked
+    assert TAG in question.message
+    assert sorted(question.requested_schema["properties"]["sample_class"]["enum"]) == sorted(CLASSES)
+    body = result.structured_content
+    assert [i["sampleClass"] for i in body["items"]] == [CHOSEN]
+    assert body["resolved"]["sampleClass"] == {"from": "input_required", "value": CHOSEN}
+    declined = []
+
+    async def decline(context, params):
+        declined.append(params)
+        return types.ElicitResult(action="decline")
+
+    async with Client(params, mode="legacy", elicitation_callback=decline) as client:
+        refused = await client.call_tool("eco_get_sample", {"sample_tag": TAG})
+    assert len(declined) == 1
+    assert sorted(assert_error(refused, "ambiguous_input")["details"]["candidates"]) == sorted(CLASSES)

@@ -73,6 +73,10 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
     done_counts = [b["progress"]["filesDownloaded"] or 0 for b in seen]
     assert done_counts == sorted(done_counts)
     assert done["progress"]["phase"] == "ready" and done["progress"]["filesDownloaded"] == done["progress"]["filesTotal"]
+    # Ready: the totals are the build's, as its progress says (they read 0 files and 0 bytes).
+    totals, prog = done["totals"], done["progress"]
+    assert (totals["sourceFiles"], totals["downloaded"], totals["bytesTransferred"]) == (
+        prog["filesTotal"], prog["filesDownloaded"], prog["bytesDownloaded"]) and totals["bytesTransferred"] > 0
     # Ready: the dataset's next step is a query of it, then its dictionary.
     assert [s["tool"] for s in done["nextSteps"]] == ["eco_query_tables", "eco_describe_tables"]
     assert done["nextSteps"][0]["arguments"]["dataset_id"] == done["datasetId"]
@@ -99,7 +103,8 @@ async def test_two_callers_share_one_build_and_polling_sees_progress_then_the_re
 async def test_a_worker_killed_mid_build_leaves_the_dataset_failed_and_a_retry_completes_it(
         http_server, sim_cfg, fresh_sim, active_config, broker, store, tmp_path, rows_cleared):
     token = fresh_sim.issue_token()
-    worker = Worker(tmp_path, fresh_sim, broker, store).start().wait_ready()
+    # A short lease: the killed build is known dead once it runs out (a live one renews it).
+    worker = Worker(tmp_path, fresh_sim, broker, store, tables__build_lease_s=6).start().wait_ready()
     cfg = active_config(server_config(fresh_sim, store))
     # Every file after the first few holds its request: the worker is mid-build when killed.
     fresh_sim.faults.add("latency", route=STORAGE, count=3, delay_s=0.05)

@@ -204,13 +204,24 @@ def test_the_admin_lists_the_store_and_its_delete_removes_the_files(ops_store):
     assert not (ops_store / "DP1.10033.001.basic.2023-06.2023-07.cccc").exists()
 
 
-def test_a_build_no_worker_started_within_the_queue_wait_reads_failed_and_a_call_queues_it_again(ops_store):
+def test_a_build_no_worker_took_is_queued_again_after_half_a_lease_and_reads_failed_after_the_queue_wait(
+        ops_store, monkeypatch):
     from tables import store
     from tables.models import Dataset
 
+    sent: list[str] = []
+    monkeypatch.setattr(store, "dispatch", lambda dataset_id: sent.append(dataset_id))
+    pickup = store.pickup_s()
+    assert pickup == eco_config.get_config().tables.build_lease_s / 2 == 30  # within a minute with beat's sweep
     row = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.dddd", state="building", size=0)
-    Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=store.QUEUE_WAIT_S - 60))
-    assert store.lookup(row.dataset_id).state == "building"  # still within the wait
+    Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=pickup - 10))
+    assert store.lookup(row.dataset_id).state == "building" and sent == []  # not yet: still queued
+    Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=pickup + 5))
+    requeued = store.lookup(row.dataset_id)
+    assert requeued.state == "building" and requeued.requeues == 1 and sent == [row.dataset_id]
+    assert store.lookup(row.dataset_id).requeues == 1 and len(sent) == 1  # once a lease, not once a look
+    Dataset.objects.filter(pk=row.pk).update(requeued_at=datetime.now(UTC) - timedelta(seconds=pickup + 5))
+    assert store.sweep() == 1 and len(sent) == 2  # beat's sweep finds it too
     Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC) - timedelta(seconds=store.QUEUE_WAIT_S + 60))
     lost = store.lookup(row.dataset_id)
     assert lost.state == "failed" and lost.error["message"] == store.LOST
@@ -221,6 +232,55 @@ def test_a_build_no_worker_started_within_the_queue_wait_reads_failed_and_a_call
     _, queued = store.claim(row.dataset_id, product=LITTER, selection=row.selection, plan={"items": []},
                             planned_bytes=0, requested_by=token_hash("another"))
     assert not queued  # building: the second call shares it
+
+
+def test_one_run_takes_a_builds_lease_and_the_build_is_dead_only_once_its_lease_ran_out(ops_store):
+    from tables import store
+    from tables.models import Dataset
+
+    row = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.eeee", state="building", size=0)
+    Dataset.objects.filter(pk=row.pk).update(queued_at=datetime.now(UTC))
+    assert store.take_lease(row.dataset_id, "worker-a", 30)
+    assert not store.take_lease(row.dataset_id, "worker-b", 30)  # a second delivery of the task builds nothing
+    held = store.lookup(row.dataset_id)
+    assert held.state == "building" and held.lease_owner == "worker-a"
+    # A live lease: a call with the selection shares the build, whatever a lock or a read said.
+    _, queued = store.claim(row.dataset_id, product=LITTER, selection=row.selection, plan={"items": []},
+                            planned_bytes=0, requested_by=token_hash("another"))
+    assert not queued
+    Dataset.objects.filter(pk=row.pk).update(lease_expires_at=datetime.now(UTC) - timedelta(seconds=1))
+    dead = store.lookup(row.dataset_id)
+    assert dead.state == "failed" and dead.error["message"] == store.DIED
+    again, queued = store.claim(row.dataset_id, product=LITTER, selection=row.selection, plan={"items": []},
+                                planned_bytes=0, requested_by=token_hash("another"))
+    assert queued and again.lease_owner == "" and again.lease_expires_at is None and again.attempts == 2
+    assert store.take_lease(row.dataset_id, "worker-b", 30)
+
+
+def test_the_store_cap_counts_the_bytes_of_builds_in_flight(ops_store, monkeypatch):
+    from tables import store
+    from tables.models import Dataset
+
+    active = eco_config.get_config()
+    cfg = active.model_copy(update={"tables": active.tables.model_copy(update={"max_store_bytes": 100})})
+    monkeypatch.setattr(store, "get_config", lambda: cfg)
+    old = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.ffff", size=30, used_minutes_ago=60)
+    first, queued = store.claim("DP1.10033.001.basic.2023-06.2023-07.gggg", product=LITTER, selection={},
+                                plan={"items": []}, planned_bytes=60, requested_by="a")
+    assert queued and Dataset.objects.filter(pk=old.pk).exists()  # 30 ready + 60 in flight fit 100
+    # 45 more would not: the least recently used ready dataset goes to make room.
+    _, queued = store.claim("DP1.10033.001.basic.2023-06.2023-07.hhhh", product=LITTER, selection={},
+                            plan={"items": []}, planned_bytes=35, requested_by="a")
+    assert queued and not Dataset.objects.filter(pk=old.pk).exists()
+    assert not (ops_store / old.dataset_id).exists()
+    # 95 in flight: a third build cannot fit beside them, and nothing is recorded for it.
+    with pytest.raises(Exception) as refused:
+        store.claim("DP1.10033.001.basic.2023-06.2023-07.iiii", product=LITTER, selection={}, plan={"items": []},
+                    planned_bytes=10, requested_by="a")
+    err = refused.value
+    assert err.code == "download_limit_exceeded" and err.retryable and err.details["inFlightBytes"] == 95
+    assert not Dataset.objects.filter(dataset_id="DP1.10033.001.basic.2023-06.2023-07.iiii").exists()
+    assert first.planned_bytes == 60
 
 
 def test_a_ready_dataset_whose_files_are_gone_reads_failed_with_the_reason_and_can_be_built_again(ops_store):
@@ -285,3 +345,46 @@ def test_the_kept_query_engine_of_a_deleted_or_evicted_dataset_is_dropped(ops_st
     shutil.rmtree(ops_store / two)
     query.QueryRun(ops_store / three, "SELECT 1", 1, limits).run()
     assert kept() == {str(ops_store / three)}
+
+
+async def test_a_reused_source_whose_md5_differs_from_the_listing_is_fetched_again(
+        http_server, sim_cfg, fresh_sim, active_config, store, rows_cleared):
+    """A failed build leaves its sources for the retry; one edited since (same size, other bytes)
+    is not NEON's file: the retry fetches it again, and reuses only the files whose MD5 matches."""
+    require_postgres()
+    token = fresh_sim.issue_token()
+    cfg = active_config(server_config(fresh_sim, store))
+    sel = {k: v for k, v in SEL.items() if k != "tables"}  # every table: the refused one among them
+    with http_server(cfg) as srv:
+        async with caller(srv.url, token) as client:
+            # One table's files are refused: the build fails after the others landed.
+            fresh_sim.faults.add("status", route=r"^/storage/.*ltr_massdata", status=500)
+            first = await stack(client, sel)
+            failed = await poll(client, first["datasetId"], [], until=("failed",))
+            sources = store / ".sources" / first["datasetId"]
+            landed = sorted(p for p in sources.rglob("NEON.*.csv") if p.is_file())
+            assert landed, failed
+            edited = landed[0]
+            data = bytearray(edited.read_bytes())
+            at = next(i for i in range(len(data) - 1, 0, -1) if chr(data[i]).isdigit())
+            data[at] = ord("7") if data[at] != ord("7") else ord("3")
+            edited.write_bytes(bytes(data))  # same size, other bytes
+            fresh_sim.faults.clear()
+            fresh_sim.requests.clear()
+            retried = await stack(client, sel)
+            assert retried["datasetId"] == first["datasetId"] and retried["state"] == "building"
+            done = await poll(client, first["datasetId"], [])
+    fetched = {r.path.rsplit("/", 1)[-1] for r in fresh_sim.requests.matching(STORAGE)}
+    assert edited.name in fetched
+    assert not fetched & {p.name for p in landed[1:]}  # whole and unchanged: reused
+    assert done["state"] == "ready" and all(t["rows"] > 0 for t in done["tables"])
+
+
+def test_beat_sweeps_the_builds_in_progress_every_30_s_after_migrate(db):
+    from django_celery_beat.models import PeriodicTask
+
+    from tables.apps import BUILDS_SWEEP_PERIODIC_TASK_NAME
+    from tables.tasks import SWEEP_TASK
+
+    entry = PeriodicTask.objects.get(name=BUILDS_SWEEP_PERIODIC_TASK_NAME)
+    assert entry.task == SWEEP_TASK and entry.interval.every == 30 and entry.enabled

@@ -39,7 +39,10 @@ CALLS: dict[str, tuple[str, Callable[[UpstreamClient, str], Awaitable[Any]]]] = 
 }
 
 
-@pytest.mark.parametrize("value", ["..", ".", "", "a/b", "../products", "a\\b"])
+# Percent-encoded too: decoded once, '%2e%2e%2f' is '../' (it went upstream as an escape); an
+# escape left after decoding ('%252e') or one spelling no text ('%ff') is not decoded again.
+@pytest.mark.parametrize("value", ["..", ".", "", "a/b", "../products", "a\\b", "%2e%2e%2f", "%2E%2E", "a%2Fb",
+                                   "a%5cb", "%252e%252e", "a%00b", "a\x00b", "%ff"])
 @pytest.mark.parametrize("call", sorted(CALLS))
 async def test_an_identifier_that_is_not_one_path_segment_is_invalid_argument_before_any_request(
         client_factory, call, value):
@@ -73,3 +76,17 @@ async def test_other_identifiers_stay_one_quoted_segment(client_factory, value):
         await client.document_head(value)
     [request] = sent
     assert request.url.raw_path.decode().rsplit("/", 1)[0] == "/api/v0/documents"
+
+
+async def test_a_percent_encoded_identifier_goes_upstream_decoded_once_and_quoted(client_factory):
+    sent: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(404, json={"error": {"status": 404}})
+
+    client = client_factory(handle)
+    with pytest.raises(EcoError):
+        await client.document_head("NEON%2EDOC%2E000780vB")
+    [request] = sent
+    assert request.url.raw_path.decode() == "/api/v0/documents/NEON.DOC.000780vB"
