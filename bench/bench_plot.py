@@ -33,19 +33,23 @@ loaded, paid only by a process that has drawn a chart (it loads on first use; th
 stdio start import none of it: tests/architecture/test_heavy_engines.py). A PNG over 96 KB is
 re-encoded with a 256-colour palette (Pillow): 270-290 KB to 8-33 KB, as legible.
 
-Figures, this script (same VM, pinned to one core with `taskset -c 1`, load average 4.8-6.3 from
-other sessions; 30 runs, 100 charts), two runs:
+Figures, this script (same VM, pinned to one core with `taskset -c 1`; 30 runs, 100 charts).
+Last run, after the engine workers were merged (queries in worker processes), load average 3.3:
   render (tables.charts)   wall p50   wall p99   cpu p50   cpu p99   PNG
-  10,000-point line        584-706    1445-1593  226-232   411-424   25 KB (palette)
-  48 bars                  235-237    277-475    76-80     87-93     6 KB
-  the tool's read (families.plot.plot_tables: first query, stats and bucket queries, render, PNG)
-  1,464-point line         p50 436-440 ms, p99 769-803 ms wall (5,856 rows to 2-hour buckets)
-  48 bars                  p50 287-304 ms, p99 485-547 ms wall
-  RSS: 195 MB before the first chart, 346 MB after it (vl-convert's engine), 392 MB after 100.
-Goal: p50 under 300 ms on one core: met in CPU time (the core's own work: 226-232 ms for the
-10,000-point line, 76-80 ms for 48 bars); the wall times above are 2-3x the CPU times because
-the one core was shared with other sessions' work (load 5-6 on 2 cores). The tool never renders
-10,000 points: its budget is 1,500.
+  10,000-point line          255        660        229       494     25 KB (palette)
+  48 bars                     76        127         75        82      6 KB
+  the tool's read (families.plot.plot_tables: first query, stats and bucket queries in the
+  engine workers, render, PNG)
+  1,464-point line         p50 222 ms, p99 420 ms wall (5,856 rows to 2-hour buckets)
+  48 bars                  p50 146 ms, p99 247 ms wall
+  server RSS: 190 MB before the first chart, 278 MB after it (vl-convert's engine), 337 MB after
+  100 (the engine workers are processes of their own, not counted here).
+Two earlier runs (queries on threads of the server, load average 4.8-6.3): render wall p50
+584-706 / 235-237 ms with CPU p50 226-232 / 76-80 ms; the tool 436-440 / 287-304 ms; RSS 195,
+346 after the first chart, 392 MB after 100: wall times 2-3x the CPU times where the core was
+shared with other sessions' work.
+Goal: p50 under 300 ms on one core: met (10,000-point line 255 ms wall, 229 ms CPU; 48 bars
+76 ms). The tool never renders 10,000 points: its budget is 1,500.
 """
 
 from __future__ import annotations
