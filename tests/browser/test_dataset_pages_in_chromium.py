@@ -155,5 +155,7 @@ def test_the_admin_links_each_ready_dataset_to_its_page_with_its_size_in_mb(page
     link = page.locator("#result_list a", has_text=ds_id)
     assert link.get_attribute("href") == f"/datasets/{ds_id}/"
     assert " MB" in page.inner_text("#result_list")
+    # A dataset the store does not hold (or not ready) has no page.
+    assert page.goto(service.base + "/datasets/DP1.00041.001.basic.2024-08.2024-09.0000000000/").status == 404
 
 

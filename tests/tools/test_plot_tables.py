@@ -144,6 +144,12 @@ async def test_charts_over_http_are_a_png_and_the_vega_lite_spec_of_the_same_fig
             assert bars["chart"] == "bar" and bars["vegaLite"]["mark"]["type"] == "bar"
             assert [[v["x"], v["y"]] for v in bars["vegaLite"]["data"]["values"]] == rows["rows"]
             assert bars["points"] == 48 <= BAR_BUDGET and bars["reduced"] == "none"
+            # Bars past the budget: the first ones, and a note says so.
+            hourly = ("SELECT strftime(startDateTime, '%Y-%m-%d %H') AS hour, avg(soilTempMean) AS t FROM ST_30_minute "
+                      "GROUP BY ALL ORDER BY ALL")
+            many, _, _ = chart(await plot({"sql": hourly}), tool)
+            assert many["chart"] == "bar" and many["points"] == BAR_BUDGET and many["reduced"] == "first_rows"
+            assert any(f"first {BAR_BUDGET} bars" in n for n in many["notes"])
             # eco_query_tables offers the chart of a result with a number in it.
             offered = [s["arguments"] for s in rows["nextSteps"] if s["tool"] == "eco_plot_tables"]
             assert offered == [{"dataset_id": ds_id, "sql": DAILY}]
