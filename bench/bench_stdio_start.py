@@ -30,6 +30,22 @@ in between; each tree a copy of its own with compiled bytecode; the box shared, 
 search x1.94 -> x1.62 of bare's tools/list CPU.) What did it: only the catalog's apps loaded when
 the data folder's schema record says the database needs nothing (eco_service.schema_record), the
 collector off during start-up and what start-up made frozen before serving (stdio_start, stdio).
+
+Issue 40, runtime's session (before = 716169e, after = this branch; instructions from --callgrind,
+wall and CPU medians of 5 spawns in .venv, the box shared by six sessions, load in brackets):
+
+                            before (load 2-4)              after, merged with main (load 3-4)
+    bare tools/list         0.77 s, 0.60 s CPU, 2.703G     0.77 s, 0.56 s CPU, 2.703G
+    eco tools/list          0.76 s, 0.73 s CPU, 3.447G     0.76 s, 0.56 s CPU, 2.830G
+      x bare                wall x0.99, CPU x1.22, x1.27   wall x0.98, CPU x1.00, x1.047
+
+(from .venv-runtime, what scripts/setup and the image install, at the same load: wall x0.76, CPU x0.95.)
+What did it: the gateway's argument checks imported the upstream client (httpx, httpcore, the
+reply models, prometheus_client) for one exception class (now upstream/segments.py); the call
+machinery (mcp_gateway.calls, the wire models) loads with the first call and yaml with a --config
+file. tests/architecture/test_heavy_engines.py holds the first answer free of all of them. Run
+compileall (scripts/setup does) after editing: PYTHONDONTWRITEBYTECODE makes every start compile
+an edited module from source, which the instruction counts show.
 """
 
 from __future__ import annotations

@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 
 from eco_core import redact
@@ -542,6 +541,10 @@ def _env_layer(env: Mapping[str, str]) -> tuple[dict[str, Any], list[str], list[
 
 
 def _yaml_layer(path: str | os.PathLike[str]) -> dict[str, Any]:
+    # Imported here: only a --config file needs the parser, and a stdio start without one would
+    # pay for it before its first answer.
+    import yaml
+
     p = Path(path).expanduser()
     try:
         text = p.read_text(encoding="utf-8")

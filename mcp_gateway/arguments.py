@@ -22,7 +22,7 @@ from eco_core.errors import EcoError
 from eco_core.memo import memos
 from eco_core.wire import ToolInput
 from mcp_gateway.registry import ToolSpec
-from upstream.client import PathSegmentError, segment_message
+from upstream.segments import PathSegmentError, segment_message
 
 # The upstream's spelling → the tool fields that can mean the same thing, in order of preference;
 # a spelling applies to a tool only when the tool has one of these fields.

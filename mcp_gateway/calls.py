@@ -38,8 +38,8 @@ from mcp_gateway import budget, splice
 from mcp_gateway.arguments import name_segment_field, parse_arguments
 from mcp_gateway.registry import ToolSpec
 from mcp_gateway.tokens import header_ignored_note
-from upstream.client import PathSegmentError
 from upstream.context import Accounting, call_scope
+from upstream.segments import PathSegmentError
 
 log = logging.getLogger("eco.gateway")
 

@@ -26,16 +26,19 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
 from eco_core.config import ConfigError, get_config
-from eco_core.wire import Envelope, ToolInput
-from families.call import CallContext
-from mcp_gateway.schemas import input_schema, output_schema
 
-Read = Callable[[Any, CallContext], Awaitable[Envelope]]
+if TYPE_CHECKING:
+    # What a tool's models are checked against, loaded with the first spec made: a stdio start
+    # answers its tools/list from the kept listing without them.
+    from eco_core.wire import Envelope, ToolInput
+    from families.call import CallContext
+
+Read = Callable[[Any, "CallContext"], Awaitable["Envelope"]]
 
 TOOLS_PACKAGE = "mcp_gateway.tools"
 
@@ -62,6 +65,8 @@ class ToolSpec:
     fits_own_budget: bool = False
 
     def __post_init__(self) -> None:
+        from eco_core.wire import Envelope, ToolInput
+
         if not self.name.startswith("eco_"):
             raise ValueError(f"tool names start with eco_: {self.name!r}")
         if not issubclass(self.output_model, Envelope):
@@ -81,6 +86,8 @@ class ToolSpec:
 
     @cached_property
     def tool(self) -> types.Tool:
+        from mcp_gateway.schemas import input_schema, output_schema
+
         # The title is written once, in annotations: MCP's display name falls back to
         # annotations.title when a tool has no top-level title, so every client shows the same.
         return types.Tool(

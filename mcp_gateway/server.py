@@ -29,7 +29,6 @@ from families.call import CallContext, InputNeeded
 from mcp_gateway import prompts as prompt_specs
 from mcp_gateway import resources as resource_specs
 from mcp_gateway import splice
-from mcp_gateway.calls import error_result, execute_for_reply
 from mcp_gateway.registry import Registry, default_registry
 from mcp_gateway.tokens import TokenChoice, choose_token
 
@@ -136,6 +135,10 @@ def build_server(cfg: EcoConfig, registry: Registry | None = None) -> Server[Any
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+        # The call machinery (argument checks, budgets, the wire models) loads with the first
+        # call: a stdio server's first answer, its tool list, does not wait for it.
+        from mcp_gateway.calls import error_result, execute_for_reply
+
         spec = registry.get(params.name)
         if spec is None:
             # The spec's error table: a tool result with isError, not a protocol error.

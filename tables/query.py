@@ -705,16 +705,14 @@ def _gone(key: Any) -> bool:
 
 
 def forget(folder: Path) -> int:
-    """Drop the kept engines of a dataset being deleted (or evicted), so none outlives its files; a
-    query running on one keeps it until the query ends."""
+    """Drop this process's kept engines of a dataset being deleted (or evicted), so none outlives
+    its files; a query running on one keeps it until the query ends. (The engine workers' own are
+    let go by tables.engine.forget: the store calls both.)"""
     paths = {str(folder), str(folder.resolve())}
 
     def of_folder(key: Any) -> bool:
         return key[0] in paths
 
-    from tables import engine
-
-    engine.forget(folder)  # and the engine workers of this process
     with _engines_lock:
         return _engines.drop_where(of_folder)
 

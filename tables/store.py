@@ -650,9 +650,10 @@ def _size(folder: Path) -> int:
 # -- eviction and deletion ----------------------------------------------------------------------
 
 def _remove(cfg: EcoConfig, dataset_id: str) -> None:
-    from tables.query import forget
+    from tables import engine, query
 
-    forget(folder_of(cfg, dataset_id))
+    engine.forget(folder_of(cfg, dataset_id))  # the engine workers of this process
+    query.forget(folder_of(cfg, dataset_id))  # and engines kept in this one
     shutil.rmtree(folder_of(cfg, dataset_id), ignore_errors=True)
     shutil.rmtree(sources_of(cfg, dataset_id), ignore_errors=True)
 

@@ -40,6 +40,7 @@ from upstream.breaker import GraphQLBreaker
 from upstream.cache import UpstreamCache
 from upstream.http import Call, RequestKind, UpstreamHttp, deadline_exceeded
 from upstream.ratelimit import Buckets, LocalBuckets, RedisBuckets, budget_for
+from upstream.segments import PathSegmentError
 
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
@@ -54,21 +55,6 @@ BREAKER_CODES = {"upstream_error", "upstream_unavailable", "graphql_error"}
 # thread hand-off costs. See bench/bench_mixed_load.py for what this does and does not buy.
 PARSE_IN_THREAD_BYTES = 256 * 1024
 PARSE_THREADS = 2
-
-
-class PathSegmentError(EcoError):
-    """An identifier that cannot be one path segment: invalid_argument naming the upstream's name
-    for it (`parameter`); the gateway names the tool's own field that held `value`."""
-
-    def __init__(self, parameter: str, value: str) -> None:
-        super().__init__("invalid_argument", segment_message(parameter, value), details={"field": parameter})
-        self.parameter, self.value = parameter, value
-
-
-def segment_message(field: str, value: str) -> str:
-    shown = repr(value[:60] + ("..." if len(value) > 60 else ""))
-    return (f"{field}: {shown} is not an identifier: it must not be empty, '.' or '..', or contain '/', '\\' or "
-            "control characters, written or percent-encoded (it is decoded once, and must not need decoding again)")
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")

@@ -49,3 +49,5 @@ def test_serving_installs_the_runtime_lock_and_testing_the_dev_lock():
     assert "lock=requirements.lock" in setup and "lock=requirements-dev.lock" in setup
     assert "bash scripts/setup\n" in (ROOT / "scripts" / "serve").read_text()
     assert "bash scripts/setup --dev\n" in (ROOT / "scripts" / "test").read_text()
+    # Beside the development set, the runtime set alone, which tests/runtime runs the service with.
+    assert "bash scripts/setup --venv .venv-runtime\n" in (ROOT / "scripts" / "test").read_text()

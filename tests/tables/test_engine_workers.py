@@ -148,6 +148,6 @@ def test_a_worker_holds_no_credential_of_the_servers(folder, monkeypatch):
 def test_a_dataset_being_deleted_is_let_go_by_the_workers_that_have_it_open(folder):
     run(folder, "SELECT 1 AS warm")
     (pid,) = engine.pools.current.pids()
-    query.forget(folder)  # what the store calls before it deletes the folder
+    engine.forget(folder)  # what the store calls (with query.forget) before it deletes the folder
     assert pid not in engine.pools.current.pids()
     assert run(folder, "SELECT count(*) AS n FROM sensor_positions").rows == [[3]]
