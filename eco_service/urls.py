@@ -15,6 +15,6 @@ admin.site.enable_nav_sidebar = False
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/ops/", ops_api.urls),
-    # The dataset store's pages, for staff (tables/pages.py).
-    path("datasets/", include("tables.urls")),
+    # The dataset store's pages, for staff (eco_service/dataset_pages.py).
+    path("datasets/", include("eco_service.dataset_pages")),
 ]

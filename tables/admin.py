@@ -1,5 +1,5 @@
 """The dataset store in the admin: read-only rows (selection, size in MB, state, last use, who asked
-by token hash), each ready one linking to its page (tables/pages.py); deleting one removes its
+by token hash), each ready one linking to its page (eco_service/dataset_pages.py); deleting one removes its
 files too."""
 
 from __future__ import annotations
@@ -14,7 +14,11 @@ from django.utils.html import format_html
 
 from tables import store
 from tables.models import READY, Dataset
-from tables.pages import mb
+
+
+def mb(size: int | None) -> str:
+    """A size as people read it (the admin and the dataset pages)."""
+    return f"{(size or 0) / 1_000_000:,.1f} MB"
 
 
 @admin.register(Dataset)
@@ -29,7 +33,7 @@ class DatasetAdmin(admin.ModelAdmin):
 
     @admin.display(description="dataset", ordering="dataset_id")
     def page(self, obj: Dataset) -> str:
-        """The dataset's page (tables/pages.py) once it is ready."""
+        """The dataset's page (eco_service/dataset_pages.py) once it is ready."""
         if obj.state != READY:
             return obj.dataset_id
         return format_html('<a href="{}">{}</a>', reverse("datasets:detail", args=[obj.dataset_id]), obj.dataset_id)

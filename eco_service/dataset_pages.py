@@ -2,8 +2,8 @@
 dataset its tables (columns with types and units, rows, time spans, a preview), a SQL box, the
 chart of its result, the citation with its BibTeX, and each table as CSV or Parquet.
 
-The SQL box and the chart run the tools' own reads (families.tables.query_tables,
-families.plot.plot_tables) with the server's configuration, as eco_query_tables and
+The SQL box and the chart run the tools' own reads (families.tables.query_tables and
+plot_tables) with the server's configuration, as eco_query_tables and
 eco_plot_tables run over HTTP: the same sandbox, limits and engine, the same answer and the same
 refusals (shown as messages). The chart is drawn in the page by vega-embed from the project's
 static files: no request leaves the page.
@@ -22,19 +22,17 @@ from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.urls import path
 
 from eco_core.config import get_config
 from eco_core.errors import EcoError
 from tables import names
+from tables.admin import mb
 from tables.models import READY, Dataset
 
 PREVIEW_ROWS = 10
 SQL_ROWS = 200
 CSV_BATCH_ROWS = 8192
-
-
-def mb(size: int | None) -> str:
-    return f"{(size or 0) / 1_000_000:,.1f} MB"
 
 
 def _call() -> Any:
@@ -113,7 +111,7 @@ def _query(dataset_id: str, sql: str, limit: int) -> tuple[dict[str, Any] | None
 def _chart(dataset_id: str, sql: str) -> tuple[dict[str, Any] | None, list[str]]:
     """eco_plot_tables' Vega-Lite spec for the SQL, with its notes; none when the result has
     nothing to draw (the refusal is the note)."""
-    from families.plot import PlotTablesInput, plot_tables
+    from families.tables import PlotTablesInput, plot_tables
 
     try:
         out = async_to_sync(plot_tables)(PlotTablesInput(dataset_id=dataset_id, sql=sql), _call())
@@ -215,3 +213,13 @@ def table_parquet(request: HttpRequest, dataset_id: str, table: str) -> FileResp
     path = _table_file(folder, _record(folder), table)
     return FileResponse(path.open("rb"), as_attachment=True, filename=f"{dataset_id}.{table}.parquet",
                         content_type="application/vnd.apache.parquet")
+
+
+# Routed under /datasets/ (eco_service/urls.py).
+app_name = "datasets"
+urlpatterns = [
+    path("", dataset_list, name="list"),
+    path("<str:dataset_id>/", dataset_detail, name="detail"),
+    path("<str:dataset_id>/<str:table>.csv", table_csv, name="csv"),
+    path("<str:dataset_id>/<str:table>.parquet", table_parquet, name="parquet"),
+]
