@@ -1,9 +1,9 @@
 """A serving process loads a heavy engine only when a call needs it.
 
 The stacking engine (pyarrow, numpy), a SQL engine over datasets (duckdb), the chart renderer
-(vl_convert, PIL), the PDF reader (pypdf)
-and the fuzzy matcher (rapidfuzz, for suggestions after a mistake) cost a worker tens of MB of
-resident memory for good once imported; most workers never stack, query or misspell. A fresh
+(vl_convert, PIL), the PDF reader (pypdf) and the fuzzy matcher (rapidfuzz, for suggestions after
+a mistake) cost a worker tens of MB of resident memory for good once imported; most workers never
+stack, query, chart or misspell. A fresh
 interpreter imports everything an HTTP worker imports before its first call (Django, the ASGI
 app, every registered tool) and must find none of them loaded.
 """
