@@ -130,8 +130,12 @@ class Walk:
             return
         sc = result.structured_content
         texts = [c for c in result.content if c.type == "text"]
-        if len(result.content) != 1 or not texts:
-            self.problem(tool, args, f"content is {len(result.content)} blocks, not one text block")
+        # eco_plot_tables adds its chart as one PNG image block after the text.
+        images = [c for c in result.content if c.type == "image" and c.mime_type == "image/png"]
+        extra = len(result.content) - len(texts) - (len(images) if tool == "eco_plot_tables" else 0)
+        if len(texts) != 1 or extra or len(images) > 1:
+            self.problem(tool, args, f"content is {len(result.content)} blocks, not one text block"
+                         + (" and at most one PNG" if tool == "eco_plot_tables" else ""))
         elif sc is None:
             self.problem(tool, args, "no structuredContent")
         elif texts[0].text == compact(sc):

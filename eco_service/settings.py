@@ -199,7 +199,8 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # WhiteNoise serves STATIC_ROOT whatever DEBUG says. Where nothing was collected (a checkout that
 # skipped scripts/setup, a wheel installed elsewhere) it serves the apps' own static folders, so
 # the admin is never unstyled; the collected copy is what deployments serve.
-WHITENOISE_USE_FINDERS = not (STATIC_ROOT / "admin").is_dir()
+# (The dataset pages' scripts, tables/static/datasets, count too: a folder collected before them.)
+WHITENOISE_USE_FINDERS = not all((STATIC_ROOT / app).is_dir() for app in ("admin", "datasets"))
 
 # Logs always go to stderr: on stdio, stdout carries only MCP framing.
 LOGGING = {

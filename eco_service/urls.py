@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from eco_service.ops_api import api as ops_api
 
@@ -15,4 +15,6 @@ admin.site.enable_nav_sidebar = False
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/ops/", ops_api.urls),
+    # The dataset store's pages, for staff (eco_service/dataset_pages.py).
+    path("datasets/", include("eco_service.dataset_pages")),
 ]

@@ -8,7 +8,8 @@ unreachable catalog database (catalog.outage.DATABASE_DOWN), an outage and not a
 `catalog_unavailable` here (`database_unavailable`), and nowhere else.
 
 A `CallToolResult` made here has one text content, the compact JSON of its structured content:
-the HTTP transport sends both from that text (mcp_gateway.splice) and relies on it.
+the HTTP transport sends both from that text (mcp_gateway.splice) and relies on it. A result
+with a `png` (eco_plot_tables) has an image content after it.
 """
 
 from __future__ import annotations
@@ -361,8 +362,9 @@ async def _execute(
             placeholders = splice.defer(text) if wire else None
             if placeholders is not None:
                 # The same keys, in the same order, as server._wire gives a CallToolResult.
-                return {"content": [{"type": "text", "text": placeholders[0]}], "isError": False,
-                        "resultType": RESULT_TYPE, "structuredContent": placeholders[1],
+                return {"content": [{"type": "text", "text": placeholders[0]}, *(
+                            i.model_dump(mode="json", by_alias=True, exclude_none=True) for i in _images(out))],
+                        "isError": False, "resultType": RESULT_TYPE, "structuredContent": placeholders[1],
                         "_meta": _meta(acct, extra_meta)}
             payload = answer.dumped()
         except InputNeeded as ask:
@@ -385,11 +387,21 @@ async def _execute(
             # Arguments were validated above, so anything else (a pydantic error included) is a bug.
             return error_result(internal_error(spec.name), _meta(acct, extra_meta))
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
+        content=[types.TextContent(type="text", text=text), *_images(out)],
         structured_content=payload,
         is_error=False,
         _meta=_meta(acct, extra_meta),
     )
+
+
+def _images(out: Envelope) -> list[types.ImageContent]:
+    """Image contents a result carries beside its JSON (eco_plot_tables' chart, as its `png`)."""
+    png = getattr(out, "png", None)
+    if not png:
+        return []
+    import base64
+
+    return [types.ImageContent(type="image", data=base64.b64encode(png).decode("ascii"), mime_type="image/png")]
 
 
 # Checked and capped inputs per kept input and configuration (mcp_gateway.arguments keeps valid

@@ -193,6 +193,9 @@ def _find_steps(args: dict[str, str], transport: Transport) -> list[Step]:
         Step(("eco_get_citation",), "Cite what you used: eco_get_citation(product=..., release=..., "
              "format=\"bibtex\"), as the query's nextSteps give it (provisional=true for provisional data, which "
              "has no DOI). Give the number with its units and the citation."),
+        Step(("eco_plot_tables",), "End with a chart of the answer: eco_plot_tables(dataset_id=..., sql=\"SELECT ...\") "
+             "with the query that gave it (a time column draws a line, a text column bars; one colour per site or "
+             "depth). It returns a PNG with units on the axes and the citation as caption, and its Vega-Lite spec."),
     ]
     return steps
 

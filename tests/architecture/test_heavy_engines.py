@@ -1,8 +1,9 @@
 """A serving process loads a heavy engine only when a call needs it.
 
-The stacking engine (pyarrow, numpy), a SQL engine over datasets (duckdb), the PDF reader (pypdf)
-and the fuzzy matcher (rapidfuzz, for suggestions after a mistake) cost a worker tens of MB of
-resident memory for good once imported; most workers never stack, query or misspell. A fresh
+The stacking engine (pyarrow, numpy), a SQL engine over datasets (duckdb), the chart renderer
+(vl_convert, PIL), the PDF reader (pypdf) and the fuzzy matcher (rapidfuzz, for suggestions after
+a mistake) cost a worker tens of MB of resident memory for good once imported; most workers never
+stack, query, chart or misspell. A fresh
 interpreter imports everything an HTTP worker imports before its first call (Django, the ASGI
 app, every registered tool) and must find none of them loaded.
 """
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("pyarrow", "numpy", "duckdb", "pypdf", "rapidfuzz", "pandas")
+HEAVY = ("pyarrow", "numpy", "duckdb", "pypdf", "rapidfuzz", "pandas", "vl_convert", "PIL")
 PROBE = """
 import json, os, sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eco_service.settings")

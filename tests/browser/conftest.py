@@ -4,6 +4,7 @@ Debian's chromium driven by Playwright (never a browser Playwright downloads).""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -11,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,15 +72,25 @@ def _manage(env: dict[str, str], *args: str) -> None:
 
 @pytest.fixture(scope="module")
 def service(sim, tmp_path_factory) -> Iterator[Service]:
+    with run_service(sim, tmp_path_factory.mktemp("admin-service")) as service:
+        yield service
+
+
+@contextlib.contextmanager
+def run_service(sim: Any, folder: Path, prepare: Callable[[dict[str, str]], None] | None = None,
+                **extra_env: str) -> Iterator[Service]:
+    """The service on a free port, its data in `folder`; `extra_env` adds settings, `prepare(env)`
+    runs after the migrations, before the server starts."""
     sim.reset()
-    folder = tmp_path_factory.mktemp("admin-service")
-    env = _service_env(sim, folder / "data")
+    env = {**_service_env(sim, folder / "data"), **extra_env}
     (folder / "data").mkdir()
     password = secrets.token_urlsafe(16)
     _manage(env, "migrate", "--noinput")
     _manage(env, "eco_catalog_refresh")
     _manage({**env, "DJANGO_SUPERUSER_PASSWORD": password}, "createsuperuser", "--noinput",
             "--username", STAFF_USER, "--email", "staff@example.org")
+    if prepare is not None:
+        prepare(env)
     port = _free_port()
     log = folder / "uvicorn.log"
     with log.open("wb") as handle:

@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -106,6 +108,20 @@ async def test_eco_demo_prints_configurations_that_download_list_over_http_and_r
         assert not described.is_error, described.content
         assert described.structured_content["tables"]
         assert listed.structured_content["files"] and ping.structured_content["transport"] == "http"
+        # The dataset pages open with the printed login.
+        pages_line = _after(lines, "Dataset pages ").split()
+        pages_url = next(w for w in pages_line if w.endswith("/datasets/"))
+        user, password = pages_line[pages_line.index("login:") + 1], pages_line[pages_line.index("login:") + 3]
+        async with httpx.AsyncClient(follow_redirects=True, timeout=30) as web:
+            assert (await web.get(pages_url)).url.path == "/admin/login/"  # anonymous: the login first
+            login_url = pages_url.replace("/datasets/", "/admin/login/")
+            form = await web.get(login_url)
+            csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)[1]
+            listed_page = await web.post(login_url + "?next=/datasets/", data={
+                "csrfmiddlewaretoken": csrf, "username": user, "password": password}, headers={"Referer": login_url})
+        assert listed_page.status_code == 200 and listed_page.url.path == "/datasets/", listed_page.text[:500]
+        assert 'id="datasets"' in listed_page.text
+
         # The SDK line runs as printed.
         assert "DP1.00041.001" in await _run_sdk_line(_after(lines, SDK))
 

@@ -24,7 +24,7 @@ FULL = {
 }
 ORDER = {
     "eco_find_data": ["eco_search_products", "eco_search_sites", "eco_get_availability", "eco_describe_tables",
-                      "eco_stack_tables", "eco_query_tables", "eco_list_files", "eco_get_citation"],
+                      "eco_stack_tables", "eco_query_tables", "eco_list_files", "eco_get_citation", "eco_plot_tables"],
     "eco_cite_dataset": ["eco_get_product", "eco_get_availability", "eco_get_citation"],
     "eco_plan_download": ["eco_ping", "eco_get_availability", "eco_list_files", "eco_get_citation"],
 }
@@ -86,7 +86,8 @@ def test_find_data_leads_from_the_question_to_a_cited_answer_through_tools_liste
     text = message.content.text
     named = set(re.findall(r"\beco_[a-z_]+\b", text))
     assert named <= listed, named - listed
-    path = ["eco_search_products", "eco_describe_tables", "eco_stack_tables", "eco_query_tables", "eco_get_citation"]
+    path = ["eco_search_products", "eco_describe_tables", "eco_stack_tables", "eco_query_tables", "eco_get_citation",
+            "eco_plot_tables"]
     assert set(path) <= named, set(path) - named
     starts = [text.index(f"{t}(") for t in path]
     assert starts == sorted(starts), text

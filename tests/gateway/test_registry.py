@@ -149,8 +149,8 @@ SHARES = {
     "eco_get_citation": 2210, "eco_get_document": 2280, "eco_get_location": 4130, "eco_get_product": 5770,
     "eco_get_prototype_dataset": 3560, "eco_get_release": 3290, "eco_get_sample": 3130, "eco_get_site": 3610,
     "eco_graphql": 2340, "eco_list_files": 4450, "eco_list_releases": 1810, "eco_list_sample_classes": 1800,
-    "eco_ping": 2650, "eco_query_tables": 2360, "eco_search_products": 3240, "eco_search_prototype_datasets": 2760,
-    "eco_search_sites": 3260, "eco_search_taxonomy": 2470, "eco_stack_tables": 4470,
+    "eco_ping": 2650, "eco_plot_tables": 3780, "eco_query_tables": 2360, "eco_search_products": 3240,
+    "eco_search_prototype_datasets": 2760, "eco_search_sites": 3260, "eco_search_taxonomy": 2470, "eco_stack_tables": 4470,
 }
 # Tools stdio lists alone today that are to be served over HTTP too: counted in the HTTP list.
 TO_BE_SERVED_OVER_HTTP = {"eco_stack_tables"}

@@ -105,12 +105,13 @@ NO_UPSTREAM: dict[str, dict[str, Any]] = {
     "eco_search_products": {"query": "soil temperature", "site": "HARV", "release": RELEASE},
     # A stacked dataset in the download directory (prepare() makes it), queried on disk.
     "eco_query_tables": QUERY_CALL,
+    "eco_plot_tables": QUERY_CALL,  # the same query, drawn
 }
 
 
 def prepare(tool: str, download_dir: Path) -> None:
     """What a tool's call needs on disk before it runs: eco_query_tables a stacked dataset."""
-    if tool == "eco_query_tables" and not (download_dir / "datasets" / QUERY_ID).is_dir():
+    if tool in ("eco_query_tables", "eco_plot_tables") and not (download_dir / "datasets" / QUERY_ID).is_dir():
         stack_soil(download_dir)
 
 
@@ -357,6 +358,7 @@ DATABASE_DOWN: dict[str, DatabaseDown] = {
     "eco_search_taxonomy": DatabaseDown(None, None),
     # A dataset's own files alone.
     "eco_query_tables": DatabaseDown(None, None),
+    "eco_plot_tables": DatabaseDown(None, None),
     # Reported, not raised: eco_ping says `catalog.database: "down"`.
     "eco_ping": DatabaseDown(None, None),
     # The catalog index: none to answer from until the process has read the catalog once.

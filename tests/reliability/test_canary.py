@@ -70,6 +70,7 @@ VALID: dict[str, dict[str, Any]] = {
     "eco_stack_tables": {**FILES, "start_month": "2020-07"},
     # A dataset stacked into the HTTP server's download directory before its traffic.
     "eco_query_tables": QUERY_CALL,
+    "eco_plot_tables": QUERY_CALL,
 }
 
 

@@ -108,7 +108,8 @@ async def test_catalog_only_tool_answers_without_the_upstream_while_every_route_
     sim.faults.add("status", route=".", status=503)
     sim.requests.clear()
     out = await case.run(tool)
-    assert (out.ok.get("items") or out.ok.get("rows")) and out.requests == 0 and sim.requests.count() == 0
+    assert (out.ok.get("items") or out.ok.get("rows") or out.ok.get("points")) and out.requests == 0 \
+        and sim.requests.count() == 0
     check(out, Expect())
 
 

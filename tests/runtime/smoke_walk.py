@@ -207,6 +207,7 @@ PLAN: list[tuple[str, Args | Callable[[Smoke], Args | None]]] = [
     ("eco_describe_tables", _describe),
     ("eco_stack_tables", _next_or_seed("eco_stack_tables")),
     ("eco_query_tables", _next_or_seed("eco_query_tables")),
+    ("eco_plot_tables", _next_or_seed("eco_plot_tables")),
 ]
 
 

@@ -96,7 +96,7 @@ async def test_every_next_step_from_a_seed_per_family_names_a_listed_tool_valida
         transport = streamable_http_client(srv.url, http_client=create_mcp_http_client(headers={"X-API-Token": sim_token}))
         async with Client(transport, mode="2026-07-28") as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert len(tools) == 22 and "eco_download_files" not in tools and "eco_stack_tables" in tools
+            assert len(tools) == 23 and "eco_download_files" not in tools and "eco_stack_tables" in tools
             assert {name for name, _ in SEEDS} <= set(tools)
 
             # The instructions an agent reads first name only tools it can call.

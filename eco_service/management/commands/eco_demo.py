@@ -5,7 +5,8 @@ each in its own process on a free loopback port, the service with its own data f
 demo's catalog never mixes with data/eco.sqlite3. When the catalogs are warm it prints, one line
 each, client configurations that work for everything the demo offers: a `mcpServers` JSON (Claude
 Desktop, Cursor, ...) and a VS Code `.vscode/mcp.json` for stdio, where downloads work, the HTTP
-endpoint with the simulator's token in its header, and a plain Python SDK line. Ctrl-C or SIGTERM
+endpoint with the simulator's token in its header, the dataset pages' URL with a staff login made
+for the demo, and a plain Python SDK line. Ctrl-C or SIGTERM
 stops both; a temporary data folder is removed.
 
 What the demo allows that a deployment would not, in its own settings only (never the defaults):
@@ -47,6 +48,7 @@ from django.core.management.base import BaseCommand, CommandError
 MANAGE = Path(settings.BASE_DIR) / "manage.py"
 READY_TIMEOUT_S = 180
 # A deployment's settings must not reach the demo: it is offline and keeps to its own folder.
+DEMO_USER = "demo"
 _DROPPED = ("ECO_MCP_", "ECO_TOKEN", "ECO_API_TOKEN", "DATABASE_URL", "REDIS_URL", "CELERY_", "DJANGO_")
 _SIM_LINE = re.compile(r"REST (?P<rest>http://\S+?)/?\s+GraphQL (?P<graphql>http://\S+)\s+"
                        r"storage (?P<storage>http://[^/\s]+)")
@@ -121,7 +123,14 @@ class Command(BaseCommand):
                 return
             stdio_env = {**upstream, "ECO_MCP_ECO__API_TOKEN": token,
                          "ECO_MCP_DOWNLOADS__DIRECTORY": str(data_dir / "downloads")}
-            self.stdout.write(self._ready_text(seed, data_dir, base, log_path, stdio_env, token))
+            # A staff login of the demo's own (its database only) for the admin and the dataset pages.
+            password = secrets.token_urlsafe(12)
+            subprocess.run([sys.executable, str(MANAGE), "createsuperuser", "--noinput", "--username", DEMO_USER,
+                            "--email", "demo@example.org"],
+                           env={**base_env, **upstream, "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+                                "DJANGO_SUPERUSER_PASSWORD": password},
+                           capture_output=True, text=True, check=True, timeout=120)
+            self.stdout.write(self._ready_text(seed, data_dir, base, log_path, stdio_env, token, password))
             self.stdout.flush()
             while not stop.wait(0.5):
                 for name, proc in (("service", service), ("simulator", sim)):
@@ -136,7 +145,7 @@ class Command(BaseCommand):
 
     @staticmethod
     def _ready_text(seed: str, data_dir: Path, base: str, log_path: Path, stdio_env: dict[str, str],
-                    token: str) -> str:
+                    token: str, password: str) -> str:
         """What a person needs, one line per client; every configuration holds only while the demo runs."""
         stdio = {"command": sys.executable, "args": [str(MANAGE), "eco_mcp_stdio"], "env": stdio_env}
         http = {"type": "http", "url": f"{base}/mcp", "headers": {"X-API-Token": token}}
@@ -149,6 +158,8 @@ class Command(BaseCommand):
         return (f"eco demo ready (simulator seed {seed}, data folder {data_dir}, downloads to "
                 f"{stdio_env['ECO_MCP_DOWNLOADS__DIRECTORY']})\n"
                 f"MCP over HTTP: {base}/mcp   header X-API-Token: {token}   admin: {base}/admin/   log: {log_path}\n"
+                f"Dataset pages (what eco_stack_tables built over HTTP: tables, SQL, charts, CSV): {base}/datasets/   "
+                f"login: {DEMO_USER} / {password}\n"
                 "Client configurations, one line each (valid while this demo runs; stdio also downloads):\n"
                 f"Claude Desktop, Cursor or any mcpServers JSON (stdio): "
                 f"{json.dumps({'mcpServers': {'eco-demo': stdio}})}\n"
