@@ -89,7 +89,7 @@ class _Setup:
         except DATABASE_DOWN as exc:
             if not self.outage:
                 log.warning("the database is unreachable (%s): calls that need the catalog answer "
-                            "catalog_unavailable until it is back", type(exc).__name__)
+                            "catalog_unavailable until it is back", scrub(f"{type(exc).__name__}: {exc}"))
             self.outage = True
         except Exception as exc:
             self.failure = scrub(f"{type(exc).__name__}: {exc}")
