@@ -68,6 +68,17 @@ def run_python(args: list[str], env: dict[str, str], log: Path) -> int:
             kill9(proc.pid)
 
 
+def children(pid: int) -> list[int]:
+    """The pids of a process's children (every thread's), read from /proc."""
+    kids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            kids += [int(x) for x in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return kids
+
+
 def kill9(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
 

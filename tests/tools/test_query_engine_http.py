@@ -26,7 +26,7 @@ from mcp import Client
 from eco_core.redact import token_hash
 from tests.catalog.celery_worker import require_postgres
 from tests.gateway.checks import assert_error
-from tests.reliability.kill9_support import PYTHON, REPO, clean_env
+from tests.reliability.kill9_support import PYTHON, REPO, children, clean_env
 from tests.tables.query_support import stack_soil
 from tests.tools.stack_server_support import caller, record_ready
 
@@ -44,16 +44,6 @@ def _status(pid: int) -> dict[str, int]:
         if key in ("VmRSS", "VmHWM"):
             out[key] = int(value.split()[0])
     return out
-
-
-def _children(pid: int) -> list[int]:
-    kids: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            kids += [int(x) for x in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return kids
 
 
 def _cpu_ticks(pid: int) -> int:
@@ -203,7 +193,7 @@ async def test_a_worker_killed_mid_query_gives_a_retryable_answer_and_the_next_q
         deadline = time.monotonic() + 60
         while busy is None:  # the worker whose CPU time moves is the one running the query
             assert time.monotonic() < deadline and not long.done(), "no worker ran the query"
-            ticks = {pid: _cpu_ticks(pid) for pid in _children(proc.pid)}
+            ticks = {pid: _cpu_ticks(pid) for pid in children(proc.pid)}
             await asyncio.sleep(0.5)  # an idle worker uses no CPU at all; the busy one, what the machine gives it
             moved = {pid: _cpu_ticks(pid) - t for pid, t in ticks.items() if Path(f"/proc/{pid}").exists()}
             busy = max(moved, key=lambda p: moved[p]) if moved and max(moved.values()) > 2 else None

@@ -13,6 +13,7 @@ from mcp import Client
 
 from tests.gateway.checks import assert_error
 from tests.gateway.conftest import sim_stdio, stdio_env  # noqa: F401  (fixtures)
+from tests.reliability.kill9_support import children
 from tests.tables.query_support import stack_soil
 
 MB = 1024
@@ -49,16 +50,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _children(pid: int) -> list[int]:
-    kids: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            kids += [int(x) for x in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return kids
-
-
 async def test_a_desktop_server_survives_the_memory_attacks_and_its_workers_end_with_it(stdio_env, sim, tmp_path):  # noqa: F811
     downloads = tmp_path / "downloads"
     ds_id, _ = stack_soil(downloads)
@@ -70,7 +61,7 @@ async def test_a_desktop_server_survives_the_memory_attacks_and_its_workers_end_
         assert not (await call("SELECT count(*) AS n FROM ST_30_minute")).is_error
         pid = _server_pid(downloads)
         before = _status(pid)
-        workers = _children(pid)
+        workers = children(pid)
         assert workers  # started by the first query
         for got in await asyncio.gather(*(call("SELECT len(range(30000000)) AS n") for _ in range(3))):
             assert not got.is_error or assert_error(got, "query_too_large")
@@ -79,7 +70,7 @@ async def test_a_desktop_server_survives_the_memory_attacks_and_its_workers_end_
         after = _status(pid)
         again = await call("SELECT count(*) AS n FROM sensor_positions")
         assert not again.is_error and again.structured_content["rows"] == [[3]]
-        workers += _children(pid)
+        workers += children(pid)
     assert after["VmRSS"] - before["VmRSS"] <= 100 * MB and after["VmHWM"] - before["VmHWM"] <= 100 * MB
     deadline = time.monotonic() + 30
     while any(_alive(w) for w in workers):
