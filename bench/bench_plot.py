@@ -6,7 +6,7 @@
 Renders (tables.charts, as the tool renders): a 10,000-point line over time (two groups of 5,000,
 a year of half-hours) and a 48-bar chart, each --runs times after one warm-up; wall and CPU time
 per render (CPU: time.process_time, every thread of the process). Then the tool's read
-(families.tables.plot_tables, stdio transport) on the soil dataset the query tests stack (5,856
+(families.tables.plot.plot_tables, stdio transport) on the soil dataset the query tests stack (5,856
 half-hours at two depths, averaged into 2-hour buckets: 1,464 points; and 48 daily bars), --charts
 times alternating, with the process's resident memory before the first chart, after it and after
 the last.
@@ -38,7 +38,7 @@ Last run, after the engine workers were merged (queries in worker processes), lo
   render (tables.charts)   wall p50   wall p99   cpu p50   cpu p99   PNG
   10,000-point line          255        660        229       494     25 KB (palette)
   48 bars                     76        127         75        82      6 KB
-  the tool's read (families.tables.plot_tables: first query, stats and bucket queries in the
+  the tool's read (families.tables.plot.plot_tables: first query, stats and bucket queries in the
   engine workers, render, PNG)
   1,464-point line         p50 222 ms, p99 420 ms wall (5,856 rows to 2-hour buckets)
   48 bars                  p50 146 ms, p99 247 ms wall
@@ -171,7 +171,7 @@ def tool_charts(charts_n: int) -> list[str]:
     django.setup()
     from eco_core import config as eco_config
     from families.call import CallContext
-    from families.tables import PlotTablesInput, plot_tables
+    from families.tables.plot import PlotTablesInput, plot_tables
     from tests.tables.query_support import QUERY_ID
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-plot-"))

@@ -161,7 +161,7 @@ def pandas_run(paths: dict[str, Path], hor: str) -> tuple[float, dict[str, float
 
 # The monthly query as the service suggests it: flagged rows left out. On a table of one release it
 # needs no follow-up scan for its citation; MONTHLY, an aggregate that reads flagged rows, gets one
-# (the count of those rows for its note: families.tables._rows_read, tables.lineage).
+# (the count of those rows for its note: families.tables.query._rows_read, tables.lineage).
 MONTHLY_PASSED = MONTHLY.replace(" GROUP BY", " WHERE finalQF = 0 GROUP BY")
 
 

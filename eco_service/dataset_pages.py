@@ -2,8 +2,8 @@
 dataset its tables (columns with types and units, rows, time spans, a preview), a SQL box, the
 chart of its result, the citation with its BibTeX, and each table as CSV or Parquet.
 
-The SQL box and the chart run the tools' own reads (families.tables.query_tables and
-plot_tables) with the server's configuration, as eco_query_tables and
+The SQL box and the chart run the tools' own reads (families.tables.query.query_tables and
+families.tables.plot.plot_tables) with the server's configuration, as eco_query_tables and
 eco_plot_tables run over HTTP: the same sandbox, limits and engine, the same answer and the same
 refusals (shown as messages). The chart is drawn in the page by vega-embed from the project's
 static files: no request leaves the page.
@@ -96,7 +96,7 @@ def _tables(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _query(dataset_id: str, sql: str, limit: int) -> tuple[dict[str, Any] | None, str | None]:
     """eco_query_tables' answer for the SQL, or the refusal's message."""
-    from families.tables import QueryTablesInput, query_tables
+    from families.tables.query import QueryTablesInput, query_tables
 
     try:
         args = QueryTablesInput(dataset_id=dataset_id, sql=sql, limit=limit)
@@ -111,7 +111,7 @@ def _query(dataset_id: str, sql: str, limit: int) -> tuple[dict[str, Any] | None
 def _chart(dataset_id: str, sql: str) -> tuple[dict[str, Any] | None, list[str]]:
     """eco_plot_tables' Vega-Lite spec for the SQL, with its notes; none when the result has
     nothing to draw (the refusal is the note)."""
-    from families.tables import PlotTablesInput, plot_tables
+    from families.tables.plot import PlotTablesInput, plot_tables
 
     try:
         out = async_to_sync(plot_tables)(PlotTablesInput(dataset_id=dataset_id, sql=sql), _call())
@@ -122,7 +122,7 @@ def _chart(dataset_id: str, sql: str) -> tuple[dict[str, Any] | None, list[str]]
 
 @staff_member_required
 def dataset_detail(request: HttpRequest, dataset_id: str) -> HttpResponse:
-    from families.tables import query_next_step
+    from families.tables.query import query_next_step
 
     folder = _folder(dataset_id)
     record = _record(folder)

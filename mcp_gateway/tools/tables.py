@@ -1,8 +1,8 @@
-"""Registration of the tables family's tools (families/tables.py)."""
+"""Registration of the tables family's tools (families/tables/: one module per tool)."""
 
 from __future__ import annotations
 
-from families import tables
+from families.tables import describe, plot, query, stack
 from mcp_gateway.registry import ToolSpec
 
 TOOLS = [
@@ -14,9 +14,9 @@ TOOLS = [
             "(HOR.VER): read before querying its data. Paged. Needs a token."
         ),
         surface="data",
-        input_model=tables.DescribeTablesInput,
-        output_model=tables.DescribeTablesOutput,
-        read=tables.describe_tables,
+        input_model=describe.DescribeTablesInput,
+        output_model=describe.DescribeTablesOutput,
+        read=describe.describe_tables,
         requires_token=True,
         endpoints=("GET /data/{productCode}/{siteCode}/{yearMonth}",),
         page_lists={"fields": "page"},
@@ -31,9 +31,9 @@ TOOLS = [
             "(rows, columns, time spans) and citations. Needs a token."
         ),
         surface="data",
-        input_model=tables.StackTablesInput,
-        output_model=tables.StackTablesOutput,
-        read=tables.stack_tables,
+        input_model=stack.StackTablesInput,
+        output_model=stack.StackTablesOutput,
+        read=stack.stack_tables,
         requires_token=True,
         endpoints=("GET /data/{productCode}/{siteCode}/{yearMonth}", "POST /data/query"),
         read_only=False,
@@ -48,9 +48,9 @@ TOOLS = [
             "rows, row count and citations."
         ),
         surface="data",
-        input_model=tables.QueryTablesInput,
-        output_model=tables.QueryTablesOutput,
-        read=tables.query_tables,
+        input_model=query.QueryTablesInput,
+        output_model=query.QueryTablesOutput,
+        read=query.query_tables,
         page_lists={},
     ),
     ToolSpec(
@@ -63,9 +63,9 @@ TOOLS = [
             "averaged into time buckets or sampled (a note says how)."
         ),
         surface="data",
-        input_model=tables.PlotTablesInput,
-        output_model=tables.PlotTablesOutput,
-        read=tables.plot_tables,
+        input_model=plot.PlotTablesInput,
+        output_model=plot.PlotTablesOutput,
+        read=plot.plot_tables,
         page_lists={},
         # The chart's data is brought to its point budget by the tool; the hard limit still applies.
         fits_own_budget=True,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from eco_core.config import load_config
 from eco_core.paging import cap_page_sizes
 from eco_service.checks import check_tables
-from families.tables import QueryTablesInput
+from families.tables.query import QueryTablesInput
 
 
 def _ids(flags: dict) -> list[str]:

@@ -294,7 +294,7 @@ def test_the_top_of_the_tower_is_heightrank_one(tmp_path):
 
 
 def test_the_step_a_stacked_dataset_offers_is_a_query_that_runs(soil):
-    from families.tables import query_next_step
+    from families.tables.query import query_next_step
     from tables import dataset
 
     folder, _ = soil

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from mcp import Client
 from PIL import Image
 
-from families.tables import BAR_BUDGET, POINT_BUDGET
+from families.tables.plot import BAR_BUDGET, POINT_BUDGET
 from tests.catalog.celery_worker import require_postgres
 from tests.gateway.checks import assert_error, assert_valid_tool_result
 from tests.gateway.conftest import fake_catalog, http_server, sim_stdio, stdio_env  # noqa: F401  (fixtures)

@@ -286,7 +286,7 @@ def test_the_store_cap_counts_the_bytes_of_builds_in_flight(ops_store, monkeypat
 def test_a_ready_dataset_whose_files_are_gone_reads_failed_with_the_reason_and_can_be_built_again(ops_store):
     import shutil
 
-    from families.tables import _ready_record
+    from families.tables.stack import _ready_record
     from tables import store
 
     row = _dataset(ops_store, "DP1.10033.001.basic.2023-06.2023-07.eeee")
