@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
-from django.db import connections
+from django.db import connections, transaction
 from django.db.migrations.executor import MigrationExecutor
 
 log = logging.getLogger("eco.bootstrap")
@@ -139,4 +139,26 @@ def prepare_database() -> None:
         elif undone:
             log.info("finishing the post-migrate work an interrupted migrate left undone")
         if pending or undone:
-            call_command("migrate", interactive=False, verbosity=0, stdout=sys.stderr, stderr=sys.stderr)
+            with _all_or_nothing("default"):
+                call_command("migrate", interactive=False, verbosity=0, stdout=sys.stderr, stderr=sys.stderr)
+
+
+@contextmanager
+def _all_or_nothing(alias: str) -> Iterator[None]:
+    """On SQLite, the whole migrate in one transaction. Django records a migration with deferred
+    SQL (foreign keys, indexes) only after that migration's transaction commits, so a start killed
+    in between left a table with no record, and every later start failed on it ("table ... already
+    exists"). SQLite's DDL is transactional: one transaction makes a kill roll the whole run back.
+    Foreign-key checks go off first, as Django's SQLite schema editor needs them off outside any
+    transaction."""
+    conn = connections[alias]
+    if conn.vendor != "sqlite":
+        yield
+        return
+    conn.ensure_connection()
+    conn.disable_constraint_checking()
+    try:
+        with transaction.atomic(using=alias):
+            yield
+    finally:
+        conn.enable_constraint_checking()
