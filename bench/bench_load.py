@@ -183,7 +183,9 @@ NOT_LOADED = {"eco_describe_tables": "reads each product's variables file from s
                                  "which the load's configuration does not allow; its own tests cover it with a "
                                  "real worker",
              "eco_query_tables": "needs a stacked dataset in the server's store, which only eco_stack_tables "
-                                 "builds; bench_query measures its queries"}
+                                 "builds; bench_query measures its queries",
+             "eco_plot_tables": "charts a stacked dataset in the server's store, which only eco_stack_tables "
+                                "builds; bench_plot measures its charts"}
 PLACEHOLDER = re.compile(r"%([a-z.]+)%")
 GOAL_PERCENT = 90.0
 

@@ -169,7 +169,10 @@ async def test_product_record_from_the_catalog_echoes_the_resolution(idx, eco_cf
     out = await products.get_product(GetProductInput(product="Breeding landbird point counts"), family_call(eco_cfg))
     assert out.product_code == "DP1.10003.001" and out.specs_count >= 0 and out.source.origin == "catalog"
     assert out.resolved["product"]["matchedBy"] == "name"
-    assert out.releases and out.releases[-1].doi.startswith("https://doi.org/")
+    # One DOI form everywhere (issue 42 item 7): doi bare, doiUrl the link.
+    last = out.releases[-1] if out.releases else None
+    assert last is not None and last.doi and not last.doi.startswith("http")
+    assert last.doi_url == f"https://doi.org/{last.doi}"
 
 
 class FailingSiteRecord:

@@ -158,9 +158,11 @@ async def test_every_next_step_from_a_seed_per_family_names_a_listed_tool_valida
                     moved = _offset_change(arguments, args) if target == tool else None
                     if moved is not None and moved[1] not in next_offsets:
                         problems.append(f"{where}: {moved[0]}={moved[1]} but the answer's nextOffset is {next_offsets}")
-                    queue.append((target, args, f"{tool}({arguments})"))
+                    # A step to a tool not called yet goes first: the walk reaches every tool within
+                    # MAX_CALLS however many steps the answers before it offer.
+                    (queue.append if target in called else queue.appendleft)((target, args, f"{tool}({arguments})"))
             assert not problems, "\n".join(problems)
-            assert called == set(tools)  # the prototype detail is reached only through a suggestion
+            assert called == set(tools), (calls, len(queue))  # the prototype detail is reached only through a suggestion
 
 
 async def _page_through(client: Client, tool: Any, arguments: dict[str, Any], page_key: str,
