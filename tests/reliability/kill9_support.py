@@ -79,6 +79,16 @@ def children(pid: int) -> list[int]:
     return kids
 
 
+def memory_kb(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM of a process, in kB, read from outside it."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(value.split()[0])
+    return out
+
+
 def kill9(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
 

@@ -26,7 +26,7 @@ from mcp import Client
 from eco_core.redact import token_hash
 from tests.catalog.celery_worker import require_postgres
 from tests.gateway.checks import assert_error
-from tests.reliability.kill9_support import PYTHON, REPO, children, clean_env
+from tests.reliability.kill9_support import PYTHON, REPO, children, clean_env, memory_kb
 from tests.tables.query_support import stack_soil
 from tests.tools.stack_server_support import caller, record_ready
 
@@ -34,16 +34,6 @@ MB = 1024
 TOKEN = "engine-test-token-0123456789abcdef"
 # The dataset id the tokenless caller must never be shown (another caller's).
 OTHERS = "DP1.00041.001.basic.2024-08.2024-09.0000000000"
-
-
-def _status(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM of a process, in kB, read from outside it."""
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = int(value.split()[0])
-    return out
 
 
 def _cpu_ticks(pid: int) -> int:
@@ -121,7 +111,7 @@ async def test_no_query_grows_the_server_and_each_attack_gets_its_answer(served)
         # Warm: the pool, its first worker, the tool's modules; what a serving process holds anyway.
         warm = await call("SELECT count(*) AS n FROM ST_30_minute")
         assert not warm.is_error and warm.structured_content["rows"] == [[5856]]
-        before = _status(proc.pid)
+        before = memory_kb(proc.pid)
 
         many = await asyncio.gather(*(call("SELECT len(range(30000000)) AS n") for _ in range(3)))
         for got in many:  # each runs in a worker: answered, or stopped by the worker's limit
@@ -168,7 +158,7 @@ async def test_no_query_grows_the_server_and_each_attack_gets_its_answer(served)
 
         err = assert_error(await call("SELECT 1", dataset_id=ds_id[:-1]), "not_found")
         assert err["details"]["didYouMean"] == []  # no token: no dataset ids, its own or another's
-        after = _status(proc.pid)
+        after = memory_kb(proc.pid)
     async with caller(url, TOKEN) as own:
         got = await own.call_tool("eco_query_tables", {"dataset_id": ds_id[:-1], "sql": "SELECT 1"})
         assert assert_error(got, "not_found")["details"]["didYouMean"] == [ds_id]  # its own only

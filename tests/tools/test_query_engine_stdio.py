@@ -13,7 +13,7 @@ from mcp import Client
 
 from tests.gateway.checks import assert_error
 from tests.gateway.conftest import sim_stdio, stdio_env  # noqa: F401  (fixtures)
-from tests.reliability.kill9_support import children
+from tests.reliability.kill9_support import children, memory_kb
 from tests.tables.query_support import stack_soil
 
 MB = 1024
@@ -34,15 +34,6 @@ def _server_pid(downloads: Path) -> int:
     raise AssertionError("no stdio server process found")
 
 
-def _status(pid: int) -> dict[str, int]:
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = int(value.split()[0])
-    return out
-
-
 def _alive(pid: int) -> bool:
     try:
         return "zombie" not in Path(f"/proc/{pid}/status").read_text()
@@ -60,14 +51,14 @@ async def test_a_desktop_server_survives_the_memory_attacks_and_its_workers_end_
 
         assert not (await call("SELECT count(*) AS n FROM ST_30_minute")).is_error
         pid = _server_pid(downloads)
-        before = _status(pid)
+        before = memory_kb(pid)
         workers = children(pid)
         assert workers  # started by the first query
         for got in await asyncio.gather(*(call("SELECT len(range(30000000)) AS n") for _ in range(3))):
             assert not got.is_error or assert_error(got, "query_too_large")
         for sql in ("SELECT len(range(200000000)) AS n", "SELECT length(repeat('x', 2000000000)) AS n"):
             assert "tables.engine_memory_mb" in assert_error(await call(sql), "query_too_large")["message"]
-        after = _status(pid)
+        after = memory_kb(pid)
         again = await call("SELECT count(*) AS n FROM sensor_positions")
         assert not again.is_error and again.structured_content["rows"] == [[3]]
         workers += children(pid)
