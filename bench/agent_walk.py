@@ -280,6 +280,8 @@ async def main() -> None:
             if opts.transport == "http":
                 port = _free_port()
                 env["ECO_MCP_SERVER__SHARE_CONFIG_TOKEN_OVER_HTTP"] = "true"
+                # The stack tools read the simulator's plain-http storage (as the demo allows).
+                env["ECO_MCP_DOWNLOADS__ALLOWED_HOSTS"] = "127.0.0.1,localhost"
                 procs.append(subprocess.Popen(["bash", "scripts/serve", "--transport", "http", "--bind-port", str(port)],
                                               cwd=REPO, env=env, stdout=subprocess.DEVNULL))
                 _wait_http(f"http://127.0.0.1:{port}/healthz", 120)
